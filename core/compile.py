@@ -1,0 +1,189 @@
+"""Compile `.mlir` to `.vmfb` in a child process, cached by content.
+
+The compiler runs as a separate process (the real `iree-compile`) so that a
+compiler crash, which does happen for some targets, becomes a `CompileError`
+with a readable line instead of killing gputop. Results are cached under the
+user's cache directory keyed by the source bytes, the flags and the compiler
+version, so a second run of the same module costs no compile at all. The full
+compiler output is kept in a log file; the user sees one line per error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gputop.core.diagnostics import looks_like_crash, parse_diagnostics
+from gputop.core.errors import CompileError, Interrupted, UsageError
+from gputop.core.paths import cache_dir
+from gputop.core.records import Diagnostic
+from gputop.core.targets import KnownBadTarget, known_bad_target
+
+MAX_SOURCE_BYTES = 2 * 1024**3
+
+
+@dataclass(frozen=True)
+class CompiledModule:
+    """A `.vmfb` ready to load, and how it came to be."""
+
+    vmfb_path: Path
+    flags: tuple[str, ...]
+    cache_key: str | None
+    cache_hit: bool
+    compile_s: float
+    diagnostics: tuple[Diagnostic, ...] = ()
+    log_path: Path | None = None
+    timestamp: float = field(default_factory=time.time)
+
+
+def compiler_version() -> str:
+    """The installed iree-base-compiler version (part of every cache key)."""
+    try:
+        return importlib.metadata.version("iree-base-compiler")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def find_compiler() -> str:
+    """Absolute path of the `iree-compile` binary shipped with iree-base-compiler."""
+    try:
+        from iree.compiler.tools.binaries import find_tool
+
+        return find_tool("iree-compile")
+    except Exception:  # missing package or tool: fall back to PATH
+        found = shutil.which("iree-compile")
+        if found:
+            return found
+        raise CompileError("iree-compile not found: install iree-base-compiler (make run does)") from None
+
+
+def read_source(path: Path) -> bytes:
+    """The bytes of a source file, or a UsageError naming what is wrong with it."""
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory, not a module file")
+    try:
+        size = path.stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            raise UsageError(f"{path}: {size} bytes is too large for a source module (limit 2 GiB)")
+        data = path.read_bytes()
+    except PermissionError:
+        raise UsageError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+    if not data.strip():
+        raise UsageError(f"{path}: file is empty")
+    return data
+
+
+def cache_key_for(source: bytes, flags: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    digest.update(source)
+    digest.update(b"\0".join(f.encode() for f in flags))
+    digest.update(compiler_version().encode())
+    return digest.hexdigest()[:32]
+
+
+def compile_module(
+    source_path: Path,
+    flags: tuple[str, ...],
+    *,
+    log_dir: Path | None = None,
+    cancel: threading.Event | None = None,
+    use_cache: bool = True,
+    source_bytes: bytes | None = None,
+) -> CompiledModule:
+    """Compile `source_path` with `flags`; return the cached `.vmfb` when there is one."""
+    data = source_bytes if source_bytes is not None else read_source(source_path)
+    if data.startswith(b"\x7fELF") or (b"\0" in data[:4096] and not data.startswith(b"ML\xefR")):
+        raise UsageError(f"{source_path}: looks like a binary file, not MLIR text or bytecode")
+    key = cache_key_for(data, flags)
+    cached = cache_dir() / "vmfb" / f"{key}.vmfb"
+    log_root = log_dir or cache_dir() / "logs"
+    log_root.mkdir(parents=True, exist_ok=True)
+    log_path = log_root / f"compile-{key[:12]}.log"
+    if use_cache and cached.exists() and cached.stat().st_size > 0:
+        return CompiledModule(cached, flags, key, True, 0.0, (), None)
+
+    bad = known_bad_target(flags)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
+    source_for_compiler = source_path
+    if source_bytes is not None:
+        # Built-in demos have no file of their own: give the compiler one.
+        source_for_compiler = log_root / f"source-{key[:12]}.mlir"
+        source_for_compiler.write_bytes(source_bytes)
+    command = [find_compiler(), str(source_for_compiler), *flags, "-o", str(partial)]
+    started = time.perf_counter()
+    text, returncode = _run_compiler(command, log_path, cancel)
+    elapsed = time.perf_counter() - started
+    diagnostics = tuple(parse_diagnostics(text, log_path=str(log_path)))
+    if returncode != 0 or not partial.exists():
+        partial.unlink(missing_ok=True)
+        raise _compile_failure(text, returncode, diagnostics, log_path, bad)
+    os.replace(partial, cached)
+    return CompiledModule(cached, flags, key, False, elapsed, diagnostics, log_path)
+
+
+def _run_compiler(command: list[str], log_path: Path, cancel: threading.Event | None) -> tuple[str, int]:
+    """Run the compiler, logging everything; stop it promptly when `cancel` is set."""
+    with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
+        log.write("$ " + " ".join(command) + "\n")
+        log.flush()
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            while True:
+                try:
+                    returncode = process.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancel is not None and cancel.is_set():
+                        process.terminate()
+                        try:
+                            process.wait(timeout=5)
+                        except subprocess.TimeoutExpired:
+                            process.kill()
+                            process.wait()
+                        raise Interrupted("compile cancelled") from None
+        except BaseException:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            raise
+        log.seek(0)
+        text = log.read()
+    return text, returncode
+
+
+def _compile_failure(
+    text: str,
+    returncode: int,
+    diagnostics: tuple[Diagnostic, ...],
+    log_path: Path,
+    bad: KnownBadTarget | None,
+) -> CompileError:
+    hint = ""
+    if bad is not None:
+        hint = f" ({bad.flag}: {bad.what_happens}; use {bad.instead})"
+    if looks_like_crash(text, returncode):
+        signal_note = f"signal {-returncode}" if returncode < 0 else f"exit {returncode}"
+        errors = [d for d in diagnostics if d.severity == "error"]
+        after = f" after: {errors[0].message}" if errors else ""
+        error = CompileError(f"the compiler crashed ({signal_note}){after}{hint}", log_path=str(log_path))
+    else:
+        errors = [d for d in diagnostics if d.severity == "error"]
+        if errors:
+            first = errors[0].one_line().removeprefix("error: ")
+            error = CompileError(first + hint, log_path=str(log_path))
+        else:
+            error = CompileError(f"the compiler failed (exit {returncode}){hint}", log_path=str(log_path))
+    error.diagnostics = diagnostics
+    return error

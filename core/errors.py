@@ -1,0 +1,78 @@
+"""gputop's own error types, each carrying a one-line message and an exit code.
+
+Every failure a user can cause or meet (a bad file, a device that is not
+there, a compiler crash) is raised as one of these, so the command line can
+print one line and exit with the documented code instead of a traceback. The
+exit codes are part of gputop's contract: 0 ok, 2 usage, 3 compile, 4 device
+unavailable, 5 runtime, 6 output check failed, 130/143 interrupted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_COMPILE = 3
+EXIT_DEVICE = 4
+EXIT_RUNTIME = 5
+EXIT_CHECK = 6
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class GputopError(Exception):
+    """An error meant for the user: one line, plus where the details are."""
+
+    exit_code: int = EXIT_RUNTIME
+
+    def __init__(self, message: str, *, log_path: str | None = None) -> None:
+        # Keep the message to one line: multi-line tool output belongs in a log.
+        first_line = message.strip().splitlines()[0] if message.strip() else "error"
+        super().__init__(first_line)
+        self.message = first_line
+        self.log_path = log_path
+
+    def __str__(self) -> str:
+        if self.log_path:
+            return f"{self.message} (full log: {self.log_path})"
+        return self.message
+
+
+class UsageError(GputopError):
+    """Bad arguments or input files: the user can fix the command line."""
+
+    exit_code = EXIT_USAGE
+
+
+class CompileError(GputopError):
+    """The compiler rejected the module or crashed; `diagnostics` holds what it said."""
+
+    exit_code = EXIT_COMPILE
+    diagnostics: tuple[Any, ...] = ()
+
+
+class DeviceUnavailableError(GputopError):
+    """The requested device does not exist or its driver cannot be loaded."""
+
+    exit_code = EXIT_DEVICE
+
+
+class RuntimeFailure(GputopError):
+    """Loading, context creation or a call failed at run time."""
+
+    exit_code = EXIT_RUNTIME
+
+
+class CheckFailed(GputopError):
+    """The run finished but its outputs do not match the reference."""
+
+    exit_code = EXIT_CHECK
+
+
+class Interrupted(GputopError):
+    """The run was stopped by SIGINT or SIGTERM."""
+
+    def __init__(self, message: str, *, exit_code: int = EXIT_SIGINT) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -1,0 +1,110 @@
+"""Function inputs: random with a fixed seed, or given in iree-run-module syntax.
+
+Users already know `iree-run-module --input=2x3xf32=1` and `--input=@x.npy`,
+so gputop takes the same syntax. Inputs that are not given are random with a
+fixed seed, so two runs of the same module see the same numbers and their
+outputs can be compared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from gputop.core.errors import UsageError
+from gputop.core.signature import DTYPES, FunctionSignature, TensorType, parse_tensor_type
+
+DEFAULT_SEED = 0
+
+
+def random_input(kind: TensorType, rng: np.random.Generator) -> np.ndarray:
+    """Random values of `kind`'s shape and type: floats in [-1, 1), small integers."""
+    if kind.is_dynamic:
+        dims = str(kind)
+        raise UsageError(f"input of type {dims} has a dynamic dimension: give it with --input")
+    dtype = kind.dtype
+    shape = tuple(int(d) for d in kind.shape if d is not None)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        low = 0 if np.issubdtype(dtype, np.unsignedinteger) else -8
+        return rng.integers(low, 8, size=shape).astype(dtype)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+
+
+def load_array_file(path: Path) -> np.ndarray:
+    """A `.npy` file as an array, with one-line errors for the usual mistakes."""
+    if not path.exists():
+        raise UsageError(f"input file {path}: no such file")
+    if path.suffix == ".npy":
+        try:
+            return np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise UsageError(f"input file {path}: not a valid .npy file ({exc})") from None
+    raise UsageError(f"input file {path}: use a .npy file, or TYPE=@file.bin for raw bytes")
+
+
+def parse_input(text: str) -> np.ndarray:
+    """One `--input` value: `2x3xf32=1`, `2x3xf32=1,2,3,4,5,6`, `2x3xf32`, `@x.npy`, `TYPE=@x.bin`."""
+    text = text.strip()
+    if text.startswith("@"):
+        return load_array_file(Path(text[1:]))
+    type_text, has_value, value = text.partition("=")
+    try:
+        kind = parse_tensor_type(type_text)
+    except UsageError:
+        raise UsageError(f"bad --input {text!r}: expected e.g. 2x3xf32=1 or @file.npy") from None
+    if kind.is_dynamic:
+        raise UsageError(f"bad --input {text!r}: give concrete dimensions, not ?")
+    if kind.element not in DTYPES:
+        raise UsageError(f"bad --input {text!r}: unknown element type {kind.element!r}")
+    shape = tuple(int(d) for d in kind.shape if d is not None)
+    dtype = kind.dtype
+    count = int(np.prod(shape)) if shape else 1
+    if not has_value or not value.strip():
+        return np.zeros(shape, dtype=dtype)
+    value = value.strip()
+    if value.startswith("@"):
+        raw = Path(value[1:])
+        if not raw.exists():
+            raise UsageError(f"input file {raw}: no such file")
+        data = np.fromfile(raw, dtype=dtype)
+        if data.size != count:
+            raise UsageError(f"input file {raw}: has {data.size} values of {dtype}, {kind} needs {count}")
+        return data.reshape(shape)
+    try:
+        numbers = [float(v) for v in value.replace(",", " ").split()]
+    except ValueError:
+        raise UsageError(f"bad --input {text!r}: values must be numbers") from None
+    if len(numbers) == 1:
+        return np.full(shape, numbers[0], dtype=dtype)
+    if len(numbers) != count:
+        raise UsageError(f"bad --input {text!r}: {len(numbers)} values given, {kind} needs {count}")
+    return np.asarray(numbers, dtype=dtype).reshape(shape)
+
+
+def make_inputs(signature: FunctionSignature, given: list[str] | None, seed: int = DEFAULT_SEED) -> list[np.ndarray]:
+    """The arrays to call `signature` with: the given ones, checked, or random ones."""
+    if given:
+        arrays = [parse_input(text) for text in given]
+        if signature.declared and len(arrays) != len(signature.inputs):
+            raise UsageError(f"{signature.name} takes {len(signature.inputs)} inputs, {len(arrays)} given")
+        for index, (array, kind) in enumerate(zip(arrays, signature.inputs, strict=False)):
+            if not signature.declared:
+                break
+            expected = tuple(kind.shape)
+            if len(expected) != array.ndim or any(
+                e is not None and e != a for e, a in zip(expected, array.shape, strict=True)
+            ):
+                raise UsageError(
+                    f"input {index} has shape {'x'.join(map(str, array.shape)) or 'scalar'}, "
+                    f"{signature.name} expects {kind}"
+                )
+            if kind.element in ("f16", "f32", "f64", "i8", "i16", "i32", "i64") and array.dtype != kind.dtype:
+                raise UsageError(f"input {index} has dtype {array.dtype}, {signature.name} expects {kind}")
+        return arrays
+    if not signature.declared:
+        raise UsageError(f"{signature.name} has no declared signature: give its inputs with --input")
+    rng = np.random.default_rng(seed)
+    return [random_input(kind, rng) for kind in signature.inputs]

@@ -1,0 +1,253 @@
+"""One IREE module loaded on one or more HAL devices, called and read back.
+
+This is the only place that touches `iree.runtime` objects during a run. It
+splits a run into the phases gputop reports (device and module load,
+parameters, context creation, calls) so each can be timed on its own, picks
+the fastest way to bring parameters in on each backend, and reads results
+back through a host staging buffer where the direct path is broken (lavapipe
+refuses to import host pointers that are not 4096-byte aligned).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gputop.core.devices import first_line
+from gputop.core.errors import RuntimeFailure, UsageError
+from gputop.core.records import DeviceInfo, PoolStats
+from gputop.core.signature import FunctionSignature, signature_of
+
+PARAMETER_SUFFIXES = {".irpa": "irpa", ".safetensors": "safetensors", ".gguf": "gguf"}
+_POOL_LINE = re.compile(
+    r"^\s*(?P<type>[A-Z_|]+):\s+(?P<peak>\d+)B peak /\s+(?P<alloc>\d+)B allocated /"
+    r"\s+(?P<freed>\d+)B freed /\s+(?P<live>\d+)B live"
+)
+
+
+def parameter_mode_for(backend: str) -> str:
+    """How to bring parameter files in on `backend`, fastest first.
+
+    local-*: mmap, zero copy (0.2 ms for 256 MiB, PLATFORM.md). Vulkan cannot
+    take plain fds ("Vulkan fd file transfers require a proactor-backed async
+    file handle"), so GPUs read through the async file path, not a host copy.
+    """
+    return "mmap" if backend.startswith("local") else "file_async"
+
+
+def parse_pool_statistics(device_id: str, text: str) -> tuple[PoolStats, ...]:
+    """Rows of `HalAllocator.formatted_statistics`, one per memory type."""
+    rows = []
+    for line in text.splitlines():
+        match = _POOL_LINE.match(line)
+        if match:
+            rows.append(
+                PoolStats(
+                    device_id=device_id,
+                    memory_type=match.group("type"),
+                    peak_bytes=int(match.group("peak")),
+                    allocated_bytes=int(match.group("alloc")),
+                    freed_bytes=int(match.group("freed")),
+                    live_bytes=int(match.group("live")),
+                )
+            )
+    return tuple(rows)
+
+
+class IreeModuleRun:
+    """A module on its devices; methods are called in phase order by the session."""
+
+    def __init__(self, devices: list[DeviceInfo]) -> None:
+        import iree.runtime as rt
+
+        self._rt = rt
+        self.device_infos = devices
+        self.devices: list[Any] = []
+        self.instance: Any = None
+        self.module: Any = None
+        self.parameters_module: Any = None
+        self.parameter_mode: str | None = None
+        self.context: Any = None
+        self.invoker: Any = None
+        self.signature: FunctionSignature | None = None
+        self._device_args: list[Any] = []
+        self._staging_readback = False
+
+    # -- load ---------------------------------------------------------------
+    def open_devices(self) -> None:
+        rt = self._rt
+        for info in self.device_infos:
+            try:
+                driver = rt.get_driver(info.backend)
+                if info.backend.startswith("local"):
+                    device = driver.create_default_device()
+                else:
+                    index = int(info.id.split(":")[1].split("#")[0])
+                    entry = driver.query_available_devices()[index]
+                    device = driver.create_device(entry)
+            except Exception as exc:
+                from gputop.core.errors import DeviceUnavailableError
+
+                raise DeviceUnavailableError(f"{info.id}: cannot open device: {first_line(str(exc))}") from None
+            self.devices.append(device)
+
+    def load_module(self, vmfb: Path) -> None:
+        rt = self._rt
+        if not vmfb.exists():
+            raise UsageError(f"{vmfb}: no such file")
+        if vmfb.stat().st_size == 0:
+            raise UsageError(f"{vmfb}: file is empty")
+        self.instance = rt.VmInstance()
+        try:
+            self.module = rt.VmModule.mmap(self.instance, str(vmfb))
+        except Exception as exc:
+            raise RuntimeFailure(f"{vmfb}: not a valid IREE module ({first_line(str(exc))})") from None
+
+    def load_parameters(self, paths: list[Path], scope: str = "model") -> None:
+        if not paths:
+            return
+        rt = self._rt
+        mode = parameter_mode_for(self.device_infos[0].backend)
+        index = rt.ParameterIndex()
+        for path in paths:
+            kind = PARAMETER_SUFFIXES.get(path.suffix)
+            if kind is None:
+                raise UsageError(f"{path}: parameter files must be .irpa, .safetensors or .gguf")
+            if not path.exists():
+                raise UsageError(f"{path}: no such file")
+            if path.stat().st_size == 0:
+                raise UsageError(f"{path}: file is empty")
+            try:
+                if mode == "mmap":
+                    index.load(str(path))
+                else:
+                    index.load(str(path), mode=mode)
+            except Exception as exc:
+                raise RuntimeFailure(f"{path}: not a valid {kind} parameter file ({first_line(str(exc))})") from None
+        self.parameter_mode = mode
+        provider = index.create_provider(scope=scope)
+        self.parameters_module = rt.create_io_parameters_module(self.instance, provider)
+
+    def create_context(self, function: str | None) -> FunctionSignature:
+        rt = self._rt
+        hal_module = rt.create_hal_module(
+            self.instance,
+            devices=self.devices if len(self.devices) > 1 else None,
+            device=self.devices[0] if len(self.devices) == 1 else None,
+        )
+        modules = [hal_module]
+        if self.parameters_module is not None:
+            modules.append(self.parameters_module)
+        modules.append(self.module)
+        try:
+            self.context = rt.VmContext(self.instance, modules=modules)
+        except Exception as exc:
+            message = first_line(str(exc))
+            if "executable format" in message or "no supported executable" in message.lower():
+                message = f"the module was not compiled for {self.device_infos[0].id}: {message}"
+            elif "parameter" in message.lower() and "not found" in message.lower():
+                message = f"a parameter the module needs is missing: {message}"
+            raise RuntimeFailure(f"context creation failed: {message}") from None
+        name = function or self.default_function()
+        exported = self.exported_functions()
+        if name not in exported:
+            raise UsageError(f"no function {name!r} in the module (it exports: {', '.join(exported) or 'nothing'})")
+        vm_function = self.module.lookup_function(name)
+        self.signature = signature_of(vm_function)
+        if self.signature.is_async:
+            raise UsageError(f"{name} uses the async ABI; compile with the default (sync) execution model")
+        self.invoker = rt.FunctionInvoker(self.context, self.devices[0], vm_function)
+        return self.signature
+
+    def exported_functions(self) -> list[str]:
+        return [n for n in self.module.function_names if not n.startswith("__")]
+
+    def default_function(self) -> str:
+        names = self.exported_functions()
+        if not names:
+            raise UsageError("the module exports no function to call")
+        return names[0]
+
+    # -- calls --------------------------------------------------------------
+    def upload(self, arrays: list[np.ndarray]) -> None:
+        """Put the inputs on the device once, so steady calls time only the work."""
+        rt = self._rt
+        try:
+            self._device_args = [rt.asdevicearray(self.devices[0], a) for a in arrays]
+        except Exception as exc:
+            raise RuntimeFailure(f"cannot upload inputs: {first_line(str(exc))}") from None
+
+    def call(self) -> list[Any]:
+        """Call the function once. Sync-ABI calls return after the device signalled."""
+        try:
+            result = self.invoker(*self._device_args)
+        except Exception as exc:
+            message = first_line(str(exc))
+            if "RESOURCE_EXHAUSTED" in message or "out of memory" in message.lower():
+                message = f"the device ran out of memory: {message}"
+            raise RuntimeFailure(f"call failed: {message}") from None
+        if result is None:
+            return []
+        return list(result) if isinstance(result, (tuple, list)) else [result]
+
+    def read_back(self, results: list[Any]) -> list[np.ndarray]:
+        return [self._to_numpy(r) for r in results]
+
+    def _to_numpy(self, value: Any) -> np.ndarray:
+        if not isinstance(value, self._rt.DeviceArray):
+            return np.asarray(value)
+        if not self._staging_readback:
+            try:
+                return np.array(value.to_host(), copy=True)
+            except Exception as exc:
+                if "minImportedHostPointerAlignment" not in str(exc):
+                    raise RuntimeFailure(f"reading results failed: {first_line(str(exc))}") from None
+                # lavapipe: importing numpy memory fails; use a staging buffer from now on.
+                self._staging_readback = True
+        return self._copy_through_staging(value)
+
+    def _copy_through_staging(self, value: Any) -> np.ndarray:
+        rt = self._rt
+        view = value._buffer_view
+        device = value._device
+        source = view.get_buffer()
+        staging = device.allocator.allocate_buffer(
+            memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+            allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+            allocation_size=source.byte_length(),
+        )
+        semaphore = device.create_semaphore(0)
+        device.queue_copy(
+            source,
+            staging,
+            wait_semaphores=rt.HalFence.create_at(semaphore, 0),
+            signal_semaphores=rt.HalFence.create_at(semaphore, 1),
+        )
+        rt.HalFence.create_at(semaphore, 1).wait()
+        mapped = staging.map()
+        dtype = rt.HalElementType.map_to_dtype(view.element_type)
+        return np.array(mapped.asarray(view.shape, dtype), copy=True)
+
+    # -- memory and teardown ------------------------------------------------
+    def pool_statistics(self) -> list[tuple[str, tuple[PoolStats, ...]]]:
+        rows = []
+        for info, device in zip(self.device_infos, self.devices, strict=False):
+            try:
+                text = device.allocator.formatted_statistics
+            except Exception:
+                continue
+            rows.append((info.id, parse_pool_statistics(info.id, text)))
+        return rows
+
+    def close(self) -> None:
+        """Drop every runtime object, context first, so device memory is returned."""
+        self._device_args = []
+        self.invoker = None
+        self.context = None
+        self.parameters_module = None
+        self.module = None
+        self.instance = None
+        self.devices = []

@@ -1,0 +1,188 @@
+"""The engine's outputs: frozen dataclasses, each stamped with the time it was taken.
+
+Everything the engine tells the outside world (the command line, the TUI, a
+test) is one of these values. They are immutable so they can cross threads
+without locks, compare equal in tests, and turn into JSON with `to_json()`
+without knowing who reads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def now() -> float:
+    """Wall-clock time for stamping records (seconds since the epoch)."""
+    return time.time()
+
+
+def to_json(value: Any) -> Any:
+    """Turn a record (or a tuple/list/dict of them) into JSON-ready data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device gputop can run on or watch, or a backend that is missing."""
+
+    id: str
+    backend: str
+    name: str
+    memory_total_bytes: int | None
+    compile_target: tuple[str, ...] | None
+    available: bool
+    reason: str | None = None
+    kind: str = "gpu"  # gpu, cpu, software-gpu (lavapipe), monitor, host
+    uuid: str | None = None
+    driver_info: str | None = None
+    timestamp: float = field(default_factory=now)
+
+    @property
+    def runnable(self) -> bool:
+        """Whether gputop can run modules on it (not only watch it)."""
+        return self.available and self.compile_target is not None
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One compiler diagnostic, reduced to what a person needs to read."""
+
+    severity: str
+    location: str | None
+    message: str
+    dispatch: str | None = None
+    kind: str = "generic"
+    used_bytes: int | None = None
+    limit_bytes: int | None = None
+    log_path: str | None = None
+    timestamp: float = field(default_factory=now)
+
+    def one_line(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        if self.kind == "shared_memory_exceeded" and self.used_bytes and self.limit_bytes:
+            who = self.dispatch or "a dispatch"
+            return (
+                f"{self.severity}: {who} needs {self.used_bytes} bytes of shared memory, "
+                f"the device allows {self.limit_bytes} ({self.used_bytes / self.limit_bytes:.1f}x over)"
+            )
+        return f"{self.severity}: {where}{self.message}"
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Seconds spent in each phase of a run; None until the phase has run."""
+
+    compile_s: float | None = None
+    load_s: float | None = None
+    parameters_s: float | None = None
+    context_s: float | None = None
+    first_call_s: float | None = None
+    teardown_s: float | None = None
+
+
+@dataclass(frozen=True)
+class CallStats:
+    """Synchronised wall time of the steady calls (after the first)."""
+
+    count: int = 0
+    min_ms: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    max_ms: float | None = None
+    mean_ms: float | None = None
+    calls_per_s: float | None = None
+    recent_ms: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """One memory type of one device's allocator: bytes peak/allocated/freed/live."""
+
+    device_id: str
+    memory_type: str
+    peak_bytes: int
+    allocated_bytes: int
+    freed_bytes: int
+    live_bytes: int
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """What one device holds: its allocator's pools and, where known, the whole device."""
+
+    device_id: str
+    pools: tuple[PoolStats, ...] = ()
+    device_used_bytes: int | None = None
+    device_total_bytes: int | None = None
+    source: str | None = None  # where device_used came from: nvml, opencl, host
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    """Memory of every device of the run plus the host process, at one moment."""
+
+    devices: tuple[DeviceMemory, ...]
+    host_rss_bytes: int
+    host_total_bytes: int
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A line for the log: what happened, in one line, and where details are."""
+
+    seq: int
+    level: str  # info, warning, error
+    message: str
+    log_path: str | None = None
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """How the outputs compare with a reference."""
+
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    reference: str
+
+
+@dataclass(frozen=True)
+class TensorSummary:
+    """Shape, type and a few numbers of one output, enough to eyeball a result."""
+
+    index: int
+    shape: tuple[int, ...]
+    dtype: str
+    mean: float | None
+    min: float | None
+    max: float | None
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """The whole state of one run at one moment, as the TUI and reports see it."""
+
+    state: str  # idle, compiling, loading, running, paused, finished, stopped, error
+    target: str
+    function: str | None
+    device: DeviceInfo | None
+    phases: Phases
+    calls: CallStats
+    memory: MemorySample | None
+    memory_history: tuple[int, ...]  # live device bytes, oldest first, for sparklines
+    diagnostics: tuple[Diagnostic, ...]
+    events: tuple[Event, ...]  # the newest events; seq numbers let readers skip seen ones
+    error: str | None = None
+    error_exit_code: int | None = None
+    timestamp: float = field(default_factory=now)

@@ -1,0 +1,78 @@
+"""The report of a run: one JSON document that `gputop run --json` writes.
+
+Its top-level keys are gputop's contract with scripts and CI jobs:
+`device`, `phases`, `calls`, `memory`, `kernels`, `exports`, `captures` and
+`diagnostics`, plus what helps a person read it (target, function, versions,
+outputs, the reference check and where the session's files are).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any
+
+from gputop.core.records import to_json
+from gputop.core.session import Session, summarize
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def build_report(session: Session) -> dict[str, Any]:
+    snap = session.snapshot
+    outcome = session.outcome
+    compiled = outcome.compiled
+    calls = to_json(snap.calls)
+    calls.pop("recent_ms", None)
+    memory_devices = []
+    if snap.memory is not None:
+        peaks = session.peak_live_bytes
+        for dev in snap.memory.devices:
+            row = to_json(dev)
+            row["peak_live_bytes"] = peaks.get(dev.device_id, 0)
+            memory_devices.append(row)
+    return {
+        "gputop_version": package_version("gputop"),
+        "iree_version": {
+            "compiler": package_version("iree-base-compiler"),
+            "runtime": package_version("iree-base-runtime"),
+        },
+        "target": snap.target,
+        "function": snap.function,
+        "state": snap.state,
+        "error": snap.error,
+        "exit_code": snap.error_exit_code or 0,
+        "device": to_json(snap.device),
+        "phases": to_json(snap.phases),
+        "calls": calls,
+        "memory": {
+            "devices": memory_devices,
+            "host_rss_bytes": snap.memory.host_rss_bytes if snap.memory else None,
+            "host_rss_peak_bytes": session.peak_rss_bytes or None,
+            "host_total_bytes": snap.memory.host_total_bytes if snap.memory else None,
+            "samples": session.memory_samples,
+        },
+        "kernels": [],
+        "exports": [],
+        "captures": [],
+        "diagnostics": to_json(snap.diagnostics),
+        "compile": {
+            "vmfb": str(compiled.vmfb_path) if compiled else None,
+            "flags": list(compiled.flags) if compiled else None,
+            "cache_hit": compiled.cache_hit if compiled else None,
+            "cache_key": compiled.cache_key if compiled else None,
+            "log": str(compiled.log_path) if compiled and compiled.log_path else None,
+        },
+        "parameters": {
+            "files": [str(p) for p in session.config.params],
+            "mode": outcome.parameter_mode,
+        },
+        "inputs": to_json(summarize(outcome.inputs)),
+        "outputs": to_json(summarize(outcome.outputs)),
+        "check": to_json(outcome.check),
+        "session_dir": str(session.session_dir),
+    }

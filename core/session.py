@@ -1,0 +1,446 @@
+"""A `Session` owns one run: compile, load, call in a loop, sample, tear down.
+
+The session runs its work on a background thread and tells subscribers what
+is happening by handing them immutable `RunSnapshot`s. The command line waits
+for it to finish; the TUI subscribes and keeps drawing while it runs. Pause,
+resume and stop are `threading.Event`s, so control never waits on a call in
+flight, and every failure ends as a snapshot in state `error` carrying a
+one-line message and gputop's exit code, never as an exception on the thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gputop.core import demos
+from gputop.core.compile import CompiledModule, compile_module
+from gputop.core.devices import resolve_device
+from gputop.core.errors import GputopError, Interrupted, RuntimeFailure, UsageError
+from gputop.core.inputs import DEFAULT_SEED, make_inputs
+from gputop.core.memory import MemorySampler
+from gputop.core.paths import new_session_dir
+from gputop.core.records import (
+    CallStats,
+    DeviceInfo,
+    Diagnostic,
+    Event,
+    MemorySample,
+    OutputCheck,
+    Phases,
+    RunSnapshot,
+    TensorSummary,
+)
+from gputop.core.stats import CallTimer
+from gputop.core.targets import multi_device_flags
+
+Subscriber = Callable[[RunSnapshot], None]
+PUBLISH_INTERVAL_S = 0.1  # at most 10 snapshots a second from calls and samples
+MEMORY_HISTORY = 120
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What to run and how; `iterations=None` calls until stopped (the TUI)."""
+
+    target: str = "demo:mlp"
+    device: str | None = None
+    iterations: int | None = 10
+    function: str | None = None
+    inputs: tuple[str, ...] = ()
+    params: tuple[Path, ...] = ()
+    seed: int = DEFAULT_SEED
+    sample_interval_s: float = 0.1
+    extra_compile_flags: tuple[str, ...] = ()
+    target_flags: tuple[str, ...] | None = None
+    session_dir: Path | None = None
+    use_cache: bool = True
+    check: bool = True
+
+
+@dataclass
+class _Outcome:
+    compiled: CompiledModule | None = None
+    inputs: list[np.ndarray] = field(default_factory=list)
+    outputs: list[np.ndarray] = field(default_factory=list)
+    check: OutputCheck | None = None
+    parameter_mode: str | None = None
+
+
+class Session:
+    """One run on one or more devices, driven by a background thread."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.session_dir = config.session_dir or new_session_dir(label=_label(config.target))
+        self.session_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._subscribers: list[Subscriber] = []
+        self._stop = threading.Event()
+        self._running = threading.Event()  # cleared while paused
+        self._running.set()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._state = "idle"
+        self._device: DeviceInfo | None = None
+        self._devices: list[DeviceInfo] = []
+        self._function: str | None = config.function
+        self._phases = Phases()
+        self._timer = CallTimer()
+        self._memory: MemorySample | None = None
+        self._memory_history: deque[int] = deque(maxlen=MEMORY_HISTORY)
+        self._peak_live: dict[str, int] = {}
+        self._peak_rss = 0
+        self._samples = 0
+        self._diagnostics: tuple[Diagnostic, ...] = ()
+        self._events: deque[Event] = deque(maxlen=200)
+        self._seq = 0
+        self._error: GputopError | None = None
+        self._last_publish = 0.0
+        self._snapshot = self._build_snapshot()
+        self.outcome = _Outcome()
+
+    # -- control ------------------------------------------------------------
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call `callback` with every new snapshot; returns an unsubscribe function."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("a session runs once")
+        self._thread = threading.Thread(target=self._run, name="gputop-session", daemon=True)
+        self._thread.start()
+
+    def pause(self) -> None:
+        if self._state == "running":
+            self._running.clear()
+            self._set_state("paused")
+
+    def resume(self) -> None:
+        if self._state == "paused":
+            self._running.set()
+            self._set_state("running")
+
+    def stop(self) -> None:
+        """Ask the run to end after the call in flight; teardown still runs."""
+        self._stop.set()
+        self._running.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def snapshot(self) -> RunSnapshot:
+        with self._lock:
+            return self._snapshot
+
+    @property
+    def error(self) -> GputopError | None:
+        return self._error
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def peak_live_bytes(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._peak_live)
+
+    @property
+    def peak_rss_bytes(self) -> int:
+        return self._peak_rss
+
+    @property
+    def memory_samples(self) -> int:
+        return self._samples
+
+    # -- the run ------------------------------------------------------------
+    def _run(self) -> None:
+        from gputop.core.iree_runner import IreeModuleRun
+
+        runner: IreeModuleRun | None = None
+        sampler: MemorySampler | None = None
+        try:
+            demo = demos.demo_for(self.config.target) if demos.is_demo(self.config.target) else None
+            self._set_state("compiling")
+            device = resolve_device(self.config.device)
+            devices = _distinct([device] * (demo.devices if demo else 1))
+            with self._lock:
+                self._device, self._devices = device, devices
+            self._event("info", f"device {device.id}: {device.name}")
+            vmfb = self._compile(device, demo)
+
+            self._set_state("loading")
+            started = time.perf_counter()
+            runner = IreeModuleRun(devices)
+            runner.open_devices()
+            runner.load_module(vmfb)
+            self._phase(load_s=time.perf_counter() - started)
+
+            sampler = MemorySampler(
+                devices,
+                runner.pool_statistics,
+                self._on_memory,
+                self.config.sample_interval_s,
+            )
+            sampler.start()
+
+            started = time.perf_counter()
+            runner.load_parameters(list(self.config.params))
+            self.outcome.parameter_mode = runner.parameter_mode
+            self._phase(parameters_s=time.perf_counter() - started)
+            if runner.parameter_mode:
+                self._event("info", f"parameters loaded by {runner.parameter_mode}")
+
+            started = time.perf_counter()
+            signature = runner.create_context(self.config.function or (demo.function if demo else None))
+            self._phase(context_s=time.perf_counter() - started)
+            with self._lock:
+                self._function = signature.name
+
+            inputs = make_inputs(signature, list(self.config.inputs), self.config.seed)
+            self.outcome.inputs = inputs
+            runner.upload(inputs)
+            self._check_stop()
+
+            started = time.perf_counter()
+            results = runner.call()
+            outputs = runner.read_back(results)
+            del results  # device arrays must not outlive the runner's teardown
+            self._phase(first_call_s=time.perf_counter() - started)
+            self.outcome.outputs = outputs
+            if demo is not None and self.config.check and not self.config.inputs:
+                self.outcome.check = _compare(outputs, demo.reference(inputs), demo)
+                verdict = "match" if self.outcome.check.passed else "DO NOT match"
+                level = "info" if self.outcome.check.passed else "error"
+                self._event(
+                    level,
+                    f"outputs {verdict} the NumPy reference (max abs err {self.outcome.check.max_abs_err:.3g})",
+                )
+            self._set_state("running")
+            self._call_loop(runner)
+            self._set_state("finished" if not self._stop.is_set() else "stopped")
+        except GputopError as exc:
+            self._fail(exc)
+        except Exception as exc:  # anything else is a gputop bug: keep the traceback
+            log = self.session_dir / "session.log"
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+            self._fail(RuntimeFailure(f"internal error: {exc}", log_path=str(log)))
+        finally:
+            if sampler is not None:
+                sampler.stop()
+                with contextlib.suppress(Exception):  # a last sample is nice, not needed
+                    self._on_memory(sampler.sample())
+            if runner is not None:
+                started = time.perf_counter()
+                runner.close()
+                self._phase(teardown_s=time.perf_counter() - started)
+            self._publish(force=True)
+            self._done.set()
+
+    def _compile(self, device: DeviceInfo, demo: demos.Demo | None) -> Path:
+        target = self.config.target
+        if target.endswith(".vmfb"):
+            self._phase(compile_s=0.0)
+            self._event("info", f"{target}: precompiled module, no compile")
+            return Path(target)
+        flags = self.config.target_flags or device.compile_target
+        if flags is None:
+            raise UsageError(f"{device.id} has no IREE compile target")
+        if demo is not None and demo.devices > 1:
+            if not device.backend.startswith("local"):
+                raise UsageError(
+                    f"{demo.target} needs {demo.devices} devices; in one process that works on "
+                    "local-task (use --device local-task)"
+                )
+            flags = multi_device_flags(flags, demo.devices)
+        flags = tuple(flags) + self.config.extra_compile_flags
+        if demo is not None:
+            source_path, source_bytes = Path(f"{demo.name}.mlir"), demo.source()
+        else:
+            source_path, source_bytes = Path(target), None
+            if source_path.suffix not in (".mlir", ".mlirbc"):
+                raise UsageError(f"{target}: expected a .mlir or .vmfb file or a demo:NAME")
+        self._event("info", f"compiling {target} for {device.id}")
+        try:
+            compiled = compile_module(
+                source_path,
+                flags,
+                log_dir=self.session_dir,
+                cancel=self._stop,
+                use_cache=self.config.use_cache,
+                source_bytes=source_bytes,
+            )
+        except GputopError as exc:
+            with self._lock:
+                self._diagnostics = tuple(getattr(exc, "diagnostics", ()))
+            raise
+        self.outcome.compiled = compiled
+        with self._lock:
+            self._diagnostics = compiled.diagnostics
+        self._phase(compile_s=compiled.compile_s)
+        how = "cache hit" if compiled.cache_hit else f"compiled in {compiled.compile_s:.2f} s"
+        self._event("info", f"{how}: {compiled.vmfb_path}")
+        return compiled.vmfb_path
+
+    def _call_loop(self, runner: Any) -> None:
+        remaining = self.config.iterations
+        # The first call is reported on its own (it includes lazy setup); one call
+        # asked for means the steady numbers come from that same kind of call once more.
+        while remaining is None or remaining > 0:
+            if self._stop.is_set():
+                return
+            if not self._running.is_set():
+                self._running.wait()
+                continue
+            started = time.perf_counter()
+            runner.call()
+            self._timer.add(time.perf_counter() - started)
+            if remaining is not None:
+                remaining -= 1
+            self._publish()
+
+    # -- state and publishing -----------------------------------------------
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise Interrupted("stopped")
+
+    def _fail(self, exc: GputopError) -> None:
+        if isinstance(exc, Interrupted) and self._stop.is_set():
+            self._set_state("stopped")
+            return
+        self._error = exc
+        self._event("error", str(exc), exc.log_path)
+        self._set_state("error")
+
+    def _phase(self, **values: float) -> None:
+        with self._lock:
+            self._phases = replace(self._phases, **values)
+        self._publish(force=True)
+
+    def _set_state(self, state: str) -> None:
+        with self._lock:
+            self._state = state
+        self._publish(force=True)
+
+    def _event(self, level: str, message: str, log_path: str | None = None) -> None:
+        with self._lock:
+            self._seq += 1
+            self._events.append(Event(self._seq, level, message, log_path))
+        self._publish(force=True)
+
+    def _on_memory(self, sample: MemorySample) -> None:
+        with self._lock:
+            self._memory = sample
+            self._samples += 1
+            self._peak_rss = max(self._peak_rss, sample.host_rss_bytes)
+            total_live = 0
+            for dev in sample.devices:
+                live = sum(p.live_bytes for p in dev.pools)
+                peak = max((p.peak_bytes for p in dev.pools), default=0)
+                self._peak_live[dev.device_id] = max(self._peak_live.get(dev.device_id, 0), live, peak)
+                total_live += live
+            self._memory_history.append(total_live)
+        self._publish()
+
+    def _build_snapshot(self) -> RunSnapshot:
+        return RunSnapshot(
+            state=self._state,
+            target=self.config.target,
+            function=self._function,
+            device=self._device,
+            phases=self._phases,
+            calls=self._timer.snapshot() if self._timer else CallStats(),
+            memory=self._memory,
+            memory_history=tuple(self._memory_history),
+            diagnostics=self._diagnostics,
+            events=tuple(self._events)[-50:],
+            error=self._error.message if self._error else None,
+            error_exit_code=self._error.exit_code if self._error else None,
+        )
+
+    def _publish(self, force: bool = False) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if not force and now - self._last_publish < PUBLISH_INTERVAL_S:
+                return
+            self._last_publish = now
+            self._snapshot = self._build_snapshot()
+            snapshot = self._snapshot
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            try:
+                callback(snapshot)
+            except Exception:  # a broken subscriber must not stop the run
+                continue
+
+
+def _label(target: str) -> str:
+    return Path(target.replace(":", "-")).stem or "run"
+
+
+def _distinct(devices: list[DeviceInfo]) -> list[DeviceInfo]:
+    """Give repeated devices (two local-task devices) distinct ids for memory rows."""
+    if len(devices) < 2:
+        return devices
+    return [replace(d, id=f"{d.id}#{i}") for i, d in enumerate(devices)]
+
+
+def _compare(outputs: list[np.ndarray], expected: list[np.ndarray], demo: demos.Demo) -> OutputCheck:
+    """Compare against the reference relative to each output's scale.
+
+    Float32 reductions over 1024 terms differ from a float64 reference by far
+    more than 1e-3 near zero, so errors are measured against the largest
+    reference magnitude: pass when max|got - want| <= rtol * max|want| + atol.
+    """
+    max_abs = 0.0
+    max_rel = 0.0
+    passed = len(outputs) == len(expected)
+    for got, want in zip(outputs, expected, strict=False):
+        if got.shape != want.shape:
+            passed = False
+            continue
+        want64 = want.astype(np.float64)
+        error = float(np.abs(got.astype(np.float64) - want64).max(initial=0.0))
+        scale = float(np.abs(want64).max(initial=0.0))
+        max_abs = max(max_abs, error)
+        max_rel = max(max_rel, error / scale if scale else error)
+        passed = passed and bool(np.isfinite(got).all()) and error <= demo.rtol * scale + demo.atol
+    return OutputCheck(passed, max_abs, max_rel, reference=f"NumPy reference of {demo.target}")
+
+
+def summarize(arrays: list[np.ndarray]) -> list[TensorSummary]:
+    """Shape, dtype and a few statistics of each array, for reports."""
+    rows = []
+    for index, array in enumerate(arrays):
+        numeric = array.size > 0 and np.issubdtype(array.dtype, np.number)
+        rows.append(
+            TensorSummary(
+                index=index,
+                shape=tuple(int(d) for d in array.shape),
+                dtype=str(array.dtype),
+                mean=float(array.mean()) if numeric else None,
+                min=float(array.min()) if numeric else None,
+                max=float(array.max()) if numeric else None,
+            )
+        )
+    return rows

@@ -1,0 +1,57 @@
+"""Call-time statistics that stay cheap over a run of hours.
+
+The TUI runs calls in a loop for as long as the user watches, so keeping
+every call time forever would grow without bound. This keeps exact count,
+min and max, plus a window of the most recent calls for percentiles and the
+sparkline; reports of finite runs (under the window size) are exact.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+
+from gputop.core.records import CallStats
+
+WINDOW = 10_000
+RECENT = 120
+
+
+class CallTimer:
+    def __init__(self) -> None:
+        self._window: deque[float] = deque(maxlen=WINDOW)
+        self._count = 0
+        self._min = float("inf")
+        self._max = 0.0
+        self._first_at: float | None = None
+        self._last_at: float | None = None
+
+    def add(self, seconds: float) -> None:
+        ms = seconds * 1e3
+        self._window.append(ms)
+        self._count += 1
+        self._min = min(self._min, ms)
+        self._max = max(self._max, ms)
+        stamp = time.perf_counter()
+        if self._first_at is None:
+            self._first_at = stamp - seconds
+        self._last_at = stamp
+
+    def snapshot(self) -> CallStats:
+        if not self._count:
+            return CallStats()
+        values = np.fromiter(self._window, dtype=np.float64)
+        elapsed = (self._last_at or 0.0) - (self._first_at or 0.0)
+        recent = tuple(list(self._window)[-RECENT:])
+        return CallStats(
+            count=self._count,
+            min_ms=round(self._min, 4),
+            p50_ms=round(float(np.percentile(values, 50)), 4),
+            p95_ms=round(float(np.percentile(values, 95)), 4),
+            max_ms=round(self._max, 4),
+            mean_ms=round(float(values.mean()), 4),
+            calls_per_s=round(self._count / elapsed, 3) if elapsed > 0 else None,
+            recent_ms=recent,
+        )

@@ -1,0 +1,75 @@
+"""Shared fixtures: isolated cache and state directories, and the real devices.
+
+Every test runs the real engine. Tests that need lavapipe Vulkan or PoCL
+skip with the reason when those Debian packages are missing (`make test`
+installs them when it runs as root, as CI does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputop.core.devices import iree_devices, opencl_devices
+
+# One compile cache for the whole run (fast), never the user's own.
+_RUN_DIR = Path(os.environ.get("GPUTOP_TEST_DIR", "")) if os.environ.get("GPUTOP_TEST_DIR") else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
+    base = _RUN_DIR or tmp_path_factory.mktemp("gputop")
+    os.environ["GPUTOP_CACHE_DIR"] = str(base / "cache")
+    os.environ["GPUTOP_STATE_DIR"] = str(base / "state")
+
+
+@pytest.fixture(scope="session")
+def vulkan_device() -> str:
+    rows = iree_devices("vulkan")
+    if not rows[0].available:
+        pytest.skip(f"no Vulkan device: {rows[0].reason} (apt-get install mesa-vulkan-drivers libvulkan1)")
+    return rows[0].id
+
+
+@pytest.fixture(scope="session")
+def opencl_device() -> str:
+    rows = opencl_devices()
+    if not rows[0].available:
+        pytest.skip(f"no OpenCL device: {rows[0].reason}")
+    return rows[0].id
+
+
+def run_gputop(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real `gputop` command line in a child process."""
+    return subprocess.run(
+        [sys.executable, "-m", "gputop.tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def run_json(*args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """`gputop run ... --json -`, returning the process and the parsed report."""
+    proc = run_gputop("run", *args, "--json", "-", "--quiet", timeout=timeout)
+    assert proc.stdout.strip(), f"no JSON on stdout; stderr: {proc.stderr}"
+    return proc, json.loads(proc.stdout)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
+    """The process failed with `code` and said so in one line, without a traceback."""
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("gputop: error:")]
+    assert len(errors) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], (fragment, errors[0])
+    return errors[0]

@@ -1,0 +1,116 @@
+"""Compiling in a child process: cache, diagnostics, compiler crashes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gputop.core.compile import compile_module
+from gputop.core.demos import DEMOS
+from gputop.core.diagnostics import parse_diagnostics
+from gputop.core.errors import CompileError
+from gputop.core.targets import LOCAL_FLAGS
+
+BAD_MLIR = """func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %b = arith.addf %a, %a : tensor<4xf32
+  return %b : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture()
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GPUTOP_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_second_compile_is_a_cache_hit(fresh_cache: Path, tmp_path: Path) -> None:
+    source = tmp_path / "mlp.mlir"
+    source.write_bytes(DEMOS["mlp"].source())
+    first = compile_module(source, LOCAL_FLAGS)
+    assert not first.cache_hit and first.compile_s > 0
+    assert first.vmfb_path.stat().st_size > 0
+    second = compile_module(source, LOCAL_FLAGS)
+    assert second.cache_hit and second.compile_s == 0.0
+    assert second.vmfb_path == first.vmfb_path
+    # Different flags are a different module.
+    other = compile_module(source, (*LOCAL_FLAGS, "--iree-opt-level=O1"))
+    assert not other.cache_hit and other.vmfb_path != first.vmfb_path
+
+
+def test_malformed_mlir_gives_line_and_column(fresh_cache: Path, tmp_path: Path) -> None:
+    source = tmp_path / "bad.mlir"
+    source.write_text(BAD_MLIR)
+    with pytest.raises(CompileError) as info:
+        compile_module(source, LOCAL_FLAGS)
+    assert "bad.mlir:2:40" in info.value.message
+    assert "expected '>'" in info.value.message
+    assert info.value.log_path and Path(info.value.log_path).exists()
+    assert "\n" not in str(info.value)
+
+
+def test_compiler_crash_becomes_an_error(fresh_cache: Path, tmp_path: Path) -> None:
+    source = tmp_path / "mlp.mlir"
+    source.write_bytes(DEMOS["mlp"].source())
+    with pytest.raises(CompileError) as info:
+        compile_module(source, ("--iree-hal-target-device=vulkan", "--iree-vulkan-target=sm_90"))
+    message = info.value.message
+    assert "crashed" in message and "ampere" in message, message
+
+
+def test_cuda_sm_90_is_explained(fresh_cache: Path, tmp_path: Path) -> None:
+    source = tmp_path / "mlp.mlir"
+    source.write_bytes(DEMOS["mlp"].source())
+    with pytest.raises(CompileError) as info:
+        compile_module(source, ("--iree-hal-target-device=cuda", "--iree-cuda-target=sm_90"))
+    assert "missing GPU target" in info.value.message
+    assert "sm_80" in info.value.message
+    kinds = {d.kind for d in info.value.diagnostics}
+    assert "unsupported_target" in kinds
+
+
+def test_shared_memory_overflow_is_recognised(tmp_path: Path) -> None:
+    """The real compiler's resource check, on the seed's numbers (606208 vs 65536 bytes)."""
+    source = tmp_path / "smem.mlir"
+    source.write_text(
+        "module {\n"
+        "  func.func @conv_dispatch_0_conv_2d_nchw_fchw_1x256x126x126x64x3x3_f32() {\n"
+        "    %alloc = memref.alloc() : memref<606208xi8, #gpu.address_space<workgroup>>\n"
+        "    return\n  }\n}\n"
+    )
+    from iree.compiler.tools.binaries import find_tool
+
+    proc = subprocess.run(
+        [
+            find_tool("iree-opt"),
+            "--pass-pipeline=builtin.module(func.func(iree-codegen-gpu-check-resource-usage))",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+    )
+    assert proc.returncode != 0
+    [diag] = parse_diagnostics(proc.stderr)
+    assert diag.kind == "shared_memory_exceeded"
+    assert diag.used_bytes == 606208 and diag.limit_bytes == 65536
+    assert diag.dispatch == "conv_dispatch_0_conv_2d_nchw_fchw_1x256x126x126x64x3x3_f32"
+    assert "9.2x over" in diag.one_line()
+
+
+def test_parse_op_spelling_of_shared_memory() -> None:
+    text = (
+        "model.mlir:3:5: error: 'func.func' op uses 98304 bytes of shared memory; "
+        "exceeded the limit of 16384 bytes\n"
+        'model.mlir:3:5: note: see current operation: "func.func"() <{sym_name = "m_dispatch_4_matmul"}>'
+    )
+    [diag] = parse_diagnostics(text)
+    assert (diag.kind, diag.used_bytes, diag.limit_bytes, diag.dispatch) == (
+        "shared_memory_exceeded",
+        98304,
+        16384,
+        "m_dispatch_4_matmul",
+    )

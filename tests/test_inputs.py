@@ -1,0 +1,54 @@
+"""Input syntax (iree-run-module's) and signatures read from module reflection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gputop.core.errors import UsageError
+from gputop.core.inputs import make_inputs, parse_input
+from gputop.core.signature import parse_declaration
+
+DECL = (
+    "sync func @mlp(%input0: tensor<256x1024xf32>, %input1: tensor<?x4xi32>, %input2: i32) "
+    "-> (%output0: tensor<256x256xf32>)"
+)
+
+
+def test_declaration() -> None:
+    sig = parse_declaration("mlp", DECL)
+    assert [str(t) for t in sig.inputs] == ["256x1024xf32", "?x4xi32", "i32"]
+    assert [str(t) for t in sig.outputs] == ["256x256xf32"]
+    assert not sig.is_async and sig.inputs[1].is_dynamic
+
+
+def test_dynamic_dimension_asks_for_input() -> None:
+    sig = parse_declaration("mlp", DECL)
+    with pytest.raises(UsageError, match=r"\?x4xi32 has a dynamic dimension"):
+        make_inputs(sig, None)
+
+
+def test_random_inputs_are_seeded() -> None:
+    sig = parse_declaration("f", "sync func @f(%a: tensor<3x4xf32>, %b: tensor<5xi8>) -> ()")
+    first, second = make_inputs(sig, None, seed=1), make_inputs(sig, None, seed=1)
+    assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
+    assert first[0].dtype == np.float32 and first[1].dtype == np.int8
+    assert not np.array_equal(first[0], make_inputs(sig, None, seed=2)[0])
+
+
+def test_input_syntax(tmp_path: Path) -> None:
+    assert parse_input("2x3xf32=1").tolist() == [[1.0] * 3] * 2
+    assert parse_input("4xi32=1,2,3,4").tolist() == [1, 2, 3, 4]
+    assert parse_input("2xf16").dtype == np.float16
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert parse_input(f"@{npy}").shape == (2, 3)
+    raw = tmp_path / "x.bin"
+    np.arange(4, dtype=np.float32).tofile(raw)
+    assert parse_input(f"4xf32=@{raw}").tolist() == [0, 1, 2, 3]
+    with pytest.raises(UsageError, match="3 values given"):
+        parse_input("2x2xf32=1,2,3")
+    with pytest.raises(UsageError, match="no such file"):
+        parse_input("@/nonexistent.npy")

@@ -1,0 +1,5 @@
+"""`python -m gputop.tui` is the `gputop` command (handy inside a venv or in tests)."""
+
+from gputop.tui.cli import main
+
+main()

@@ -1,0 +1,280 @@
+"""The `gputop` command line: `gputop [TARGET]` (the TUI), `gputop run`, `gputop devices`.
+
+Every path through here ends in an exit code from gputop's contract (0 ok,
+2 usage, 3 compile, 4 device unavailable, 5 runtime, 6 check failed, 130/143
+interrupted) and, on failure, one line on stderr. Tracebacks go to the
+session log, never to the user's terminal. The process ends with `os._exit`
+once output is flushed, because IREE's bindings can print leak warnings or
+crash in their own teardown at interpreter exit after a clean run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from gputop.core.errors import (
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    GputopError,
+    UsageError,
+)
+
+SUBCOMMANDS = ("run", "devices")
+
+
+def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
+    parser.add_argument(
+        "target",
+        nargs="?",
+        default="demo:mlp",
+        help="a .mlir or .vmfb file, or a demo: demo:mlp (default), demo:conv, demo:pipeline",
+    )
+    parser.add_argument(
+        "--device", "-d", help="local-task (cpu), local-sync, vulkan[:N], cuda[:N], hip[:N]; default: best"
+    )
+    if not tui:
+        parser.add_argument(
+            "--iterations",
+            "-n",
+            type=int,
+            default=10,
+            help="steady calls after the first call (default 10; 0: first call only)",
+        )
+    parser.add_argument("--function", "-f", help="function to call (default: the module's first export)")
+    parser.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        default=[],
+        metavar="VALUE",
+        help="an input in iree-run-module syntax: 2x3xf32=1, 4xf32=1,2,3,4 or @x.npy (repeat per input)",
+    )
+    parser.add_argument(
+        "--params",
+        action="append",
+        default=[],
+        metavar="FILE",
+        type=Path,
+        help="parameter file (.irpa, .safetensors, .gguf), scope 'model'; repeatable",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    parser.add_argument(
+        "--compile-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="extra iree-compile flag, e.g. --compile-flag=--iree-opt-level=O3; repeatable",
+    )
+    parser.add_argument(
+        "--target-flags",
+        metavar="FLAGS",
+        help="replace the device's target flags, e.g. '--iree-hal-target-device=cuda --iree-cuda-target=sm_80'",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="compile even if a cached module exists")
+    parser.add_argument("--session-dir", type=Path, help="where logs and artefacts of this run go")
+    parser.add_argument(
+        "--sample-interval", type=float, default=0.1, help="memory sampling period in seconds (default 0.1)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputop",
+        description="Watch IREE modules run on GPUs and CPUs: phases, call times, memory, diagnostics.",
+        epilog="Commands: 'gputop run TARGET' (headless report), 'gputop devices' (what can run). "
+        "'gputop [TARGET]' starts the live TUI.",
+    )
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run a module headless and print a report")
+    _add_run_options(run, tui=False)
+    run.add_argument("--json", metavar="PATH", help="also write the report as JSON to PATH ('-' for stdout)")
+    run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    devices = sub.add_parser("devices", help="list every device gputop can use, and why others are missing")
+    devices.add_argument("--json", action="store_true", help="print the rows as JSON")
+    return parser
+
+
+def build_tui_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputop",
+        description="Start the live TUI on TARGET (default demo:mlp). Other commands: gputop run, gputop devices.",
+    )
+    _add_run_options(parser, tui=True)
+    return parser
+
+
+def _config_from(args: argparse.Namespace, iterations: int | None) -> Any:
+    from gputop.core.session import RunConfig
+
+    if iterations is not None and iterations < 0:
+        raise UsageError("--iterations must be 0 (first call only) or more")
+    if args.sample_interval <= 0:
+        raise UsageError("--sample-interval must be positive")
+    return RunConfig(
+        target=args.target,
+        device=args.device,
+        iterations=iterations,
+        function=args.function,
+        inputs=tuple(args.input),
+        params=tuple(args.params),
+        seed=args.seed,
+        sample_interval_s=args.sample_interval,
+        extra_compile_flags=tuple(args.compile_flag),
+        target_flags=tuple(args.target_flags.split()) if args.target_flags else None,
+        session_dir=args.session_dir,
+        use_cache=not args.no_cache,
+    )
+
+
+def command_devices(args: argparse.Namespace) -> int:
+    from gputop.core.devices import list_devices
+    from gputop.core.records import to_json
+    from gputop.tui.report_text import devices_table
+
+    rows = [to_json(r) for r in list_devices()]
+    for row in rows:
+        for key in ("timestamp",):
+            row.pop(key, None)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(devices_table(rows))
+    return EXIT_OK
+
+
+def command_run(args: argparse.Namespace) -> int:
+    from gputop.core.report import build_report
+    from gputop.core.session import Session
+    from gputop.tui.report_text import run_report
+
+    config = _config_from(args, args.iterations)
+    _check_target(config.target)
+    session = Session(config)
+    seen = [0]
+    progress = not args.quiet
+
+    def on_snapshot(snapshot: Any) -> None:
+        for event in snapshot.events:
+            if event.seq > seen[0]:
+                seen[0] = event.seq
+                if progress and event.level != "error":
+                    print(f"gputop: {event.message}", file=sys.stderr, flush=True)
+
+    session.subscribe(on_snapshot)
+    stop_code = [0]
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop_code[0] = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
+        session.stop()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        session.start()
+        while not session.wait(0.1):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    report = build_report(session)
+    if stop_code[0]:
+        report["state"] = "interrupted"
+        report["exit_code"] = stop_code[0]
+    _write_json(report, args.json)
+    text_stream = sys.stderr if args.json == "-" else sys.stdout
+    print(run_report(report), file=text_stream, flush=True)
+    if stop_code[0]:
+        print("gputop: interrupted", file=sys.stderr)
+        return stop_code[0]
+    if session.error is not None:
+        print(f"gputop: error: {session.error}", file=sys.stderr)
+        return session.error.exit_code
+    check = session.outcome.check
+    if check is not None and not check.passed:
+        print("gputop: error: outputs do not match the reference", file=sys.stderr)
+        from gputop.core.errors import EXIT_CHECK
+
+        return EXIT_CHECK
+    return EXIT_OK
+
+
+def _check_target(target: str) -> None:
+    from gputop.core.demos import demo_for, is_demo
+
+    if is_demo(target):
+        demo_for(target)
+        return
+    path = Path(target)
+    if path.suffix not in (".mlir", ".mlirbc", ".vmfb"):
+        if not path.exists():
+            raise UsageError(f"{target}: no such file (targets are .mlir, .vmfb or demo:NAME)")
+        raise UsageError(f"{target}: expected a .mlir or .vmfb file or a demo:NAME")
+    if not path.exists():
+        raise UsageError(f"{target}: no such file")
+
+
+def _write_json(report: dict[str, Any], where: str | None) -> None:
+    if not where:
+        return
+    text = json.dumps(report, indent=2)
+    if where == "-":
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return
+    try:
+        Path(where).write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {where}: {exc.strerror}") from None
+
+
+def command_tui(argv: list[str]) -> int:
+    args = build_tui_parser().parse_args(argv)
+    config = _config_from(args, None)
+    _check_target(config.target)
+    from gputop.tui.app import run_app
+
+    return run_app(config)
+
+
+def run_cli(argv: list[str] | None = None) -> int:
+    """Run gputop with `argv`; return the exit code (no os._exit: safe in-process)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            args = build_parser().parse_args(argv)
+            return command_run(args) if args.command == "run" else command_devices(args)
+        if argv and argv[0] in ("-h", "--help"):
+            build_parser().print_help()
+            print("\nTUI options:\n" + build_tui_parser().format_help().split("\n", 2)[2])
+            return EXIT_OK
+        return command_tui(argv)
+    except GputopError as exc:
+        print(f"gputop: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gputop: interrupted", file=sys.stderr)
+        return EXIT_SIGINT
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_OK
+    except Exception as exc:
+        log = Path(os.environ.get("TMPDIR", "/tmp")) / "gputop-crash.log"
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(traceback.format_exc())
+        print(f"gputop: internal error: {exc} (traceback in {log})", file=sys.stderr)
+        return EXIT_RUNTIME
+
+
+def main() -> None:
+    """Console entry point: run, flush, and leave without IREE's exit-time noise."""
+    code = run_cli()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

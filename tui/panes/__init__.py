@@ -1,0 +1,1 @@
+"""The panes of the live TUI, one module each."""

@@ -1,0 +1,122 @@
+"""Plain-text renderings of device lists and run reports for the terminal.
+
+The headless commands must read well in a CI log or over a slow SSH link, so
+this writes aligned plain text with no colour codes, from the same JSON
+dictionaries that `--json` writes: what a person reads and what a script
+parses can never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def human_bytes(value: int | None) -> str:
+    if value is None:
+        return "-"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{value} B"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} ms"
+
+
+def devices_table(rows: list[dict[str, Any]]) -> str:
+    header = ("ID", "BACKEND", "AVAILABLE", "MEMORY", "NAME / REASON")
+    lines = [header]
+    for row in rows:
+        detail = row["name"]
+        if row.get("reason") and not row["available"]:
+            detail = row["reason"]
+        lines.append(
+            (
+                row["id"],
+                row["backend"],
+                "yes" if row["available"] else "no",
+                human_bytes(row["memory_total_bytes"]),
+                detail,
+            )
+        )
+    widths = [max(len(str(line[i])) for line in lines) for i in range(4)]
+    out = []
+    for line in lines:
+        cells = [str(line[i]).ljust(widths[i]) for i in range(4)]
+        out.append("  ".join(cells) + "  " + str(line[4]))
+    return "\n".join(out)
+
+
+def run_report(report: dict[str, Any]) -> str:
+    dev = report.get("device") or {}
+    phases = report["phases"]
+    calls = report["calls"]
+    lines = [
+        f"gputop run {report['target']}  function {report.get('function') or '-'}",
+        f"device    {dev.get('id', '-')}  {dev.get('name', '')}",
+        f"state     {report['state']}" + (f"  ({report['error']})" if report.get("error") else ""),
+        "phases    "
+        + "  ".join(
+            f"{name} {_seconds(phases.get(key))}"
+            for name, key in (
+                ("compile", "compile_s"),
+                ("load", "load_s"),
+                ("parameters", "parameters_s"),
+                ("context", "context_s"),
+                ("first call", "first_call_s"),
+                ("teardown", "teardown_s"),
+            )
+        ),
+    ]
+    compiled = report.get("compile") or {}
+    if compiled.get("vmfb"):
+        how = "cache hit" if compiled.get("cache_hit") else "compiled"
+        lines.append(f"module    {compiled['vmfb']} ({how})")
+    if calls.get("count"):
+        rate = calls.get("calls_per_s")
+        lines.append(
+            f"calls     {calls['count']} synced  min {_ms(calls['min_ms'])}  p50 {_ms(calls['p50_ms'])}"
+            f"  p95 {_ms(calls['p95_ms'])}  max {_ms(calls['max_ms'])}" + (f"  ({rate:.1f} calls/s)" if rate else "")
+        )
+    memory = report.get("memory") or {}
+    for row in memory.get("devices", []):
+        pools = ", ".join(
+            f"{p['memory_type']} live {human_bytes(p['live_bytes'])} peak {human_bytes(p['peak_bytes'])}"
+            for p in row.get("pools", [])
+            if p["peak_bytes"] or p["allocated_bytes"]
+        )
+        device_line = ""
+        if row.get("device_used_bytes") is not None:
+            device_line = (
+                f"  device {human_bytes(row['device_used_bytes'])} / "
+                f"{human_bytes(row.get('device_total_bytes'))} ({row.get('source')})"
+            )
+        lines.append(f"memory    {row['device_id']}: {pools or 'no allocations seen'}{device_line}")
+    if memory.get("host_rss_peak_bytes"):
+        lines.append(f"host      RSS peak {human_bytes(memory['host_rss_peak_bytes'])}")
+    for output in report.get("outputs", []):
+        shape = "x".join(str(d) for d in output["shape"]) or "scalar"
+        stats = ""
+        if output.get("mean") is not None:
+            stats = f"  mean {output['mean']:.4g}  min {output['min']:.4g}  max {output['max']:.4g}"
+        lines.append(f"output {output['index']}  {shape} {output['dtype']}{stats}")
+    check = report.get("check")
+    if check:
+        verdict = "PASSED" if check["passed"] else "FAILED"
+        lines.append(
+            f"check     {verdict} against {check['reference']} "
+            f"(max abs err {check['max_abs_err']:.3g}, max rel err {check['max_rel_err']:.3g})"
+        )
+    for diag in report.get("diagnostics", []):
+        lines.append(f"{diag['severity']:9s} {diag.get('location') or ''} {diag['message']}".rstrip())
+    lines.append(f"session   {report['session_dir']}")
+    return "\n".join(lines)
