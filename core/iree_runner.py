@@ -146,7 +146,13 @@ class IreeModuleRun:
             self.context = rt.VmContext(self.instance, modules=modules)
         except Exception as exc:
             message = first_line(str(exc))
-            if "executable format" in message or "no supported executable" in message.lower():
+            compiled_for = re.search(r'#hal\.device\.target<"(?P<target>[\w-]+)"', message)
+            if "INCOMPATIBLE" in message and compiled_for:
+                message = (
+                    f"the module was compiled for {compiled_for.group('target')}, "
+                    f"not for {self.device_infos[0].id} ({self.device_infos[0].backend}); recompile from the .mlir"
+                )
+            elif "executable format" in message or "no supported executable" in message.lower():
                 message = f"the module was not compiled for {self.device_infos[0].id}: {message}"
             elif "parameter" in message.lower() and "not found" in message.lower():
                 message = f"a parameter the module needs is missing: {message}"

@@ -104,3 +104,13 @@ def test_unknown_function() -> None:
 def test_usage_error_exit_code() -> None:
     proc = run_gputop("run", "--iterations", "many")
     assert proc.returncode == 2 and "invalid int value" in proc.stderr
+
+
+def test_module_compiled_for_another_device(tmp_path: Path) -> None:
+    from gputop.core.compile import compile_module
+    from gputop.core.demos import DEMOS
+    from gputop.core.targets import VULKAN_DEFAULT_FLAGS
+
+    compiled = compile_module(Path("mlp.mlir"), VULKAN_DEFAULT_FLAGS, source_bytes=DEMOS["mlp"].source())
+    proc = run_gputop("run", str(compiled.vmfb_path), "--device", "cpu")
+    assert_one_line_error(proc, 5, "compiled for vulkan, not for local-task")

@@ -79,6 +79,16 @@ def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
         metavar="FLAGS",
         help="replace the device's target flags, e.g. '--iree-hal-target-device=cuda --iree-cuda-target=sm_80'",
     )
+    parser.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="reference for an output (.npy or ONNX .pb), one per output in order; exit 6 if it differs",
+    )
+    parser.add_argument("--rtol", type=float, default=1e-4, help="check tolerance relative to max|reference|")
+    parser.add_argument("--atol", type=float, default=1e-5, help="absolute check tolerance")
     parser.add_argument("--no-cache", action="store_true", help="compile even if a cached module exists")
     parser.add_argument("--session-dir", type=Path, help="where logs and artefacts of this run go")
     parser.add_argument(
@@ -132,6 +142,9 @@ def _config_from(args: argparse.Namespace, iterations: int | None) -> Any:
         target_flags=tuple(args.target_flags.split()) if args.target_flags else None,
         session_dir=args.session_dir,
         use_cache=not args.no_cache,
+        checks=tuple(args.check),
+        rtol=args.rtol,
+        atol=args.atol,
     )
 
 

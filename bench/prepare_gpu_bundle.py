@@ -1,0 +1,62 @@
+"""Compile demos for GPU targets here and write their inputs and expected outputs.
+
+The GPU machines have IREE's runtime but not its 80 MB compiler, so modules
+for them are compiled on the CPU machine: this writes, for each demo and
+target, a `.vmfb`, the inputs as `.npy` (the same seeded random inputs
+`gputop run` would make) and the NumPy reference output, ready for
+`gputop run X.vmfb --input @in0.npy ... --check expected0.npy` over there.
+
+Usage: python bench/prepare_gpu_bundle.py OUT_DIR [--demos mlp,conv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from gputop.core.compile import compile_module
+from gputop.core.demos import DEMOS
+from gputop.core.inputs import make_inputs
+from gputop.core.signature import parse_declaration
+from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS
+
+TARGETS = {"cuda": CUDA_FLAGS, "vulkan": VULKAN_NVIDIA_FLAGS}
+DECLARATIONS = {
+    "mlp": "sync func @mlp(%a: tensor<256x1024xf32>, %b: tensor<1024x1024xf32>, "
+    "%c: tensor<1024x1024xf32>, %d: tensor<1024x256xf32>) -> ()",
+    "conv": "sync func @conv(%a: tensor<1x64x128x128xf32>, %b: tensor<256x64x3x3xf32>) -> ()",
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--demos", default="mlp")
+    parser.add_argument("--local", action="store_true", help="also compile for local-task (generic x86-64)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    manifest = {}
+    for name in args.demos.split(","):
+        demo = DEMOS[name]
+        inputs = make_inputs(parse_declaration(demo.function, DECLARATIONS[name]), None)
+        for index, array in enumerate(inputs):
+            np.save(args.out / f"{name}_in{index}.npy", array)
+        np.save(args.out / f"{name}_expected0.npy", demo.reference(inputs)[0])
+        targets = dict(TARGETS)
+        if args.local:
+            # The GPU host's CPU differs from this one: no -march=host there.
+            targets["local"] = (*LOCAL_FLAGS[:2], "--iree-llvmcpu-target-cpu=x86-64-v3")
+        for target, flags in targets.items():
+            compiled = compile_module(Path(f"{name}.mlir"), flags, source_bytes=demo.source())
+            vmfb = args.out / f"{name}_{target}.vmfb"
+            vmfb.write_bytes(compiled.vmfb_path.read_bytes())
+            manifest[vmfb.name] = {"demo": name, "function": demo.function, "flags": list(flags)}
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    print(f"wrote {len(manifest)} modules to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

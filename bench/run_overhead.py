@@ -1,0 +1,124 @@
+"""Steady call time under `gputop run` vs `iree-benchmark-module`, same module, same run.
+
+gputop times each call after the device has signalled completion (sync ABI)
+and samples memory in the background; this measures what that costs against
+IREE's own benchmark tool on the same `.vmfb`, function, inputs and device,
+measured side by side in one process run. It prints a table and writes JSON.
+
+Usage: python bench/run_overhead.py --vmfb M.vmfb --device cuda --function mlp
+           --input @in0.npy ... [--iterations 100] [--json out.json]
+       python bench/run_overhead.py --demo mlp --device local-task
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gputop.core.session import RunConfig, Session
+
+
+def iree_device_uri(device: str) -> str:
+    backend, _, index = device.partition(":")
+    backend = {"cpu": "local-task"}.get(backend, backend)
+    return backend if index in ("", "0") else f"{backend}://{index}"
+
+
+def benchmark_tool_p50(vmfb: str, device: str, function: str, inputs: list[str], iterations: int) -> dict[str, Any]:
+    """iree-benchmark-module with one call per repetition: per-call times, p50."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "bm.json"
+        command = [
+            sys.executable, "-m", "iree._runtime.scripts.iree_benchmark_module.__main__",
+            f"--module={vmfb}", f"--device={iree_device_uri(device)}", f"--function={function}",
+            *[f"--input={i}" for i in inputs],
+            "--benchmark_min_time=1x", f"--benchmark_repetitions={iterations}",
+            f"--benchmark_out={out}", "--benchmark_out_format=json",
+        ]  # fmt: skip
+        subprocess.run(command, check=True, capture_output=True, text=True)
+        data = json.loads(out.read_text())
+    times = [
+        b["real_time"] * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
+        for b in data["benchmarks"]
+        if b.get("run_type") == "iteration"
+    ]
+    return {"count": len(times), "p50_ms": statistics.median(times), "min_ms": min(times)}
+
+
+def gputop_p50(config: RunConfig) -> dict[str, Any]:
+    session = Session(config)
+    session.start()
+    session.wait()
+    if session.error:
+        raise SystemExit(f"gputop run failed: {session.error}")
+    calls = session.snapshot.calls
+    compiled = session.outcome.compiled
+    return {
+        "count": calls.count,
+        "p50_ms": calls.p50_ms,
+        "min_ms": calls.min_ms,
+        "vmfb": str(compiled.vmfb_path) if compiled else config.target,
+        "function": session.snapshot.function,
+        "check": session.outcome.check.passed if session.outcome.check else None,
+        "inputs": session.outcome.inputs,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vmfb")
+    parser.add_argument("--demo", default="mlp")
+    parser.add_argument("--device", default="local-task")
+    parser.add_argument("--function")
+    parser.add_argument("--input", action="append", default=[])
+    parser.add_argument("--check", action="append", default=[], type=Path)
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    target = args.vmfb or f"demo:{args.demo}"
+    ours = gputop_p50(
+        RunConfig(
+            target=target, device=args.device, iterations=args.iterations, function=args.function,
+            inputs=tuple(args.input), checks=tuple(args.check),
+        )
+    )  # fmt: skip
+    inputs = list(args.input)
+    scratch = tempfile.TemporaryDirectory()
+    if not inputs:
+        # Give the tool the very inputs gputop made (seeded random), as .npy files.
+        for index, array in enumerate(ours.pop("inputs")):
+            path = Path(scratch.name) / f"in{index}.npy"
+            np.save(path, array)
+            inputs.append(f"@{path}")
+    tool = benchmark_tool_p50(ours["vmfb"], args.device, args.function or ours["function"], inputs, args.iterations)
+    scratch.cleanup()
+    ours.pop("inputs", None)
+    ratio = ours["p50_ms"] / tool["p50_ms"]
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "device": args.device,
+        "target": target,
+        "iterations": args.iterations,
+        "gputop": ours,
+        "iree_benchmark_module": tool,
+        "ratio_p50": ratio,
+    }
+    print(f"{'':24s}{'calls':>8s}{'p50 ms':>12s}{'min ms':>12s}")
+    print(f"{'gputop run':24s}{ours['count']:>8d}{ours['p50_ms']:>12.3f}{ours['min_ms']:>12.3f}")
+    print(f"{'iree-benchmark-module':24s}{tool['count']:>8d}{tool['p50_ms']:>12.3f}{tool['min_ms']:>12.3f}")
+    print(f"ratio p50 (gputop / tool): {ratio:.3f}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
