@@ -185,4 +185,7 @@ class RunSnapshot:
     events: tuple[Event, ...]  # the newest events; seq numbers let readers skip seen ones
     error: str | None = None
     error_exit_code: int | None = None
+    result_types: tuple[str, ...] = ()  # the function's results, e.g. "256x256xf32"
+    device_ids: tuple[str, ...] = ()  # every device of the run (two for demo:pipeline)
+    session_dir: str | None = None
     timestamp: float = field(default_factory=now)

@@ -98,6 +98,7 @@ class Session:
         self._device: DeviceInfo | None = None
         self._devices: list[DeviceInfo] = []
         self._function: str | None = config.function
+        self._result_types: tuple[str, ...] = ()
         self._phases = Phases()
         self._timer = CallTimer()
         self._memory: MemorySample | None = None
@@ -219,6 +220,7 @@ class Session:
             self._phase(context_s=time.perf_counter() - started)
             with self._lock:
                 self._function = signature.name
+                self._result_types = tuple(str(t) for t in signature.outputs)
 
             inputs = make_inputs(signature, list(self.config.inputs), self.config.seed)
             self.outcome.inputs = inputs
@@ -395,6 +397,9 @@ class Session:
             events=tuple(self._events)[-50:],
             error=self._error.message if self._error else None,
             error_exit_code=self._error.exit_code if self._error else None,
+            result_types=self._result_types,
+            device_ids=tuple(d.id for d in self._devices),
+            session_dir=str(self.session_dir),
         )
 
     def _publish(self, force: bool = False) -> None:

@@ -1,0 +1,225 @@
+"""The gputop Textual app: composes the panes and routes keys and snapshots.
+
+It holds no engine logic. Snapshots arrive as coalescing `SnapshotArrived`
+messages from the bridge and are drawn at most ten times a second; blocking
+actions (stopping the engine, restarting it, listing devices) run in thread
+workers that report back with messages, and every worker failure is shown in
+the Log pane from one handler.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Vertical
+from textual.timer import Timer
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from gputop.tui.bridge import EngineBridge, RunConfig, RunSnapshot, SnapshotArrived, SnapshotSource
+from gputop.tui.panes.captures import CapturesPane
+from gputop.tui.panes.exports import ExportsPane
+from gputop.tui.panes.header import HeaderBar
+from gputop.tui.panes.kernels import KernelsPane
+from gputop.tui.panes.log import LogPane
+from gputop.tui.panes.memory import MemoryPane
+from gputop.tui.panes.run import RunPane
+from gputop.tui.screens import DeviceScreen, HelpScreen
+
+MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
+NARROW_BELOW = 110
+
+
+class GputopApp(App[int]):
+    TITLE = "gputop"
+    CSS = """
+    Screen { layout: vertical; }
+    #panes { grid-size: 2; grid-columns: 1fr 1fr; grid-rows: auto; height: auto; max-height: 75%; overflow-y: auto; }
+    #panes.narrow { grid-size: 1; grid-columns: 1fr; }
+    #left, #right { height: auto; }
+    """
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("space", "toggle_pause", "Pause"),
+        Binding("p", "profile", "Profile"),
+        Binding("c", "capture", "Capture"),
+        Binding("r", "reload", "Reload"),
+        Binding("d", "choose_device", "Device"),
+        Binding("e", "export", "Export"),
+        Binding("s", "save_svg", "Screenshot"),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(self, source: SnapshotSource) -> None:
+        super().__init__()
+        self.source = source
+        self.snapshot: RunSnapshot | None = None
+        self.frames = 0
+        self._last_frame = 0.0
+        self._frame_timer: Timer | None = None
+        self._quitting = False
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        with Grid(id="panes"):
+            with Vertical(id="left"):
+                yield RunPane(id="run")
+                yield MemoryPane(id="memory")
+            with Vertical(id="right"):
+                yield ExportsPane(id="exports")
+                yield KernelsPane(id="kernels")
+                yield CapturesPane(id="captures")
+        yield LogPane(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._fit(self.size.width)
+        self.source.attach(self)
+        self.source.start()
+
+    def on_unmount(self) -> None:
+        # However the app ends (q, an error, the test harness), the engine stops
+        # before the interpreter does: IREE aborts if it is torn down mid-call.
+        self.source.stop(timeout=15)
+
+    def on_resize(self) -> None:
+        self._fit(self.size.width)
+
+    def _fit(self, width: int) -> None:
+        self.query_one("#panes").set_class(width < NARROW_BELOW, "narrow")
+
+    # -- snapshots ------------------------------------------------------------
+    def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
+        self.snapshot = message.snapshot
+        wait = MIN_FRAME_S - (time.monotonic() - self._last_frame)
+        if wait <= 0:
+            self._draw()
+        elif self._frame_timer is None:
+            self._frame_timer = self.set_timer(wait, self._draw)
+
+    def _draw(self) -> None:
+        self._frame_timer = None
+        snapshot = self.snapshot
+        if snapshot is None:
+            return
+        self._last_frame = time.monotonic()
+        self.frames += 1
+        self.query_one(HeaderBar).show(snapshot)
+        self.query_one(RunPane).show(snapshot)
+        self.query_one(MemoryPane).show(snapshot)
+        self.query_one(ExportsPane).show(snapshot)
+        self.query_one(KernelsPane).show(snapshot)
+        self.query_one(CapturesPane).show(snapshot)
+        self.query_one(LogPane).show(snapshot)
+
+    def log_line(self, level: str, message: str) -> None:
+        self.query_one(LogPane).add(level, message)
+
+    # -- keys -----------------------------------------------------------------
+    async def action_quit(self) -> None:
+        if self._quitting:
+            return
+        self._quitting = True
+        self.log_line("info", "stopping the engine...")
+        self._stop_engine_and_exit()
+
+    @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
+    def _stop_engine_and_exit(self) -> None:
+        self.source.stop(timeout=15)
+        self.call_from_thread(self.exit, 0)
+
+    def action_toggle_pause(self) -> None:
+        if not self.source.live:
+            self.log_line("warning", "pause: this is a recorded run")
+            return
+        state = self.source.toggle_pause()
+        if state is None:
+            current = self.snapshot.state if self.snapshot else "idle"
+            self.log_line("warning", f"pause: nothing to pause while {current}")
+        else:
+            self.log_line("info", "paused" if state == "paused" else "resumed")
+
+    def action_profile(self) -> None:
+        self.log_line(
+            "warning",
+            "profile: per-dispatch device timing is not part of this gputop build yet; "
+            "call times above are synced wall times",
+        )
+
+    def action_capture(self) -> None:
+        device = self.snapshot.device if self.snapshot else None
+        if device is not None and device.backend != "vulkan":
+            hint = {
+                "cuda": "use Nsight Systems or ncu for CUDA",
+                "hip": "use rocprof for HIP",
+            }.get(device.backend, "RenderDoc captures Vulkan only")
+            self.log_line("warning", f"capture: RenderDoc captures Vulkan work; this run is on {device.id} ({hint})")
+        else:
+            self.log_line("warning", "capture: RenderDoc capture is not part of this gputop build yet")
+
+    def action_reload(self) -> None:
+        if not isinstance(self.source, EngineBridge):
+            self.log_line("warning", "reload: this is a recorded run")
+            return
+        self.log_line("info", "reloading: recompiling if the source changed")
+        self._restart_engine()
+
+    def action_choose_device(self) -> None:
+        if not isinstance(self.source, EngineBridge):
+            self.log_line("warning", "device: this is a recorded run")
+            return
+        self._list_devices()
+
+    @work(thread=True, exclusive=True, group="devices", exit_on_error=False)
+    def _list_devices(self) -> None:
+        assert isinstance(self.source, EngineBridge)
+        devices = self.source.runnable_devices()
+        current = self.snapshot.device.id if self.snapshot and self.snapshot.device else None
+        self.call_from_thread(self.push_screen, DeviceScreen(devices, current), self._device_chosen)
+
+    def _device_chosen(self, device_id: str | None) -> None:
+        if device_id is None:
+            return
+        self.log_line("info", f"moving the run to {device_id}")
+        self._restart_engine(device=device_id)
+
+    @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
+    def _restart_engine(self, **changes: object) -> None:
+        assert isinstance(self.source, EngineBridge)
+        self.source.restart(**changes)
+        self.call_from_thread(self.query_one(LogPane).reset)
+
+    def action_export(self) -> None:
+        if not isinstance(self.source, EngineBridge):
+            self.log_line("warning", "export: this is a recorded run")
+            return
+        path = self.source.export_report()
+        self.log_line("info", f"report written to {path}")
+
+    def action_save_svg(self) -> None:
+        folder = self.source.session_dir or Path.cwd()
+        path = self.save_screenshot(path=str(folder))
+        self.log_line("info", f"screenshot saved to {path}")
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    # -- failures of workers, in one place ---------------------------------------
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.log_line("error", f"{event.worker.name}: {event.worker.error}")
+            if self._quitting:
+                self.exit(1)
+
+
+def run_app(config: RunConfig) -> int:
+    """Start the TUI on a live engine; returns the exit code."""
+    app = GputopApp(EngineBridge(config))
+    code = app.run()
+    return code or 0

@@ -1,0 +1,65 @@
+"""The header: what runs where, in what state, and how full the device is.
+
+One glance answers "is it my model, on the GPU I meant, and is it running?":
+target and function, device name and backend, driver, a bar of device
+memory in use, and the run state in a colour that says good or bad.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from gputop.tui.bridge import RunSnapshot
+from gputop.tui.report_text import human_bytes
+
+STATE_STYLES = {
+    "idle": "dim",
+    "compiling": "bold yellow",
+    "loading": "bold yellow",
+    "running": "bold green",
+    "paused": "bold cyan",
+    "finished": "bold green",
+    "stopped": "dim",
+    "error": "bold white on red",
+}
+
+
+def memory_bar(used: int | None, total: int | None, width: int = 20) -> Text:
+    if not used or not total:
+        return Text("memory -", style="dim")
+    filled = max(0, min(width, round(width * used / total)))
+    bar = Text("memory [")
+    bar.append("█" * filled, style="green" if used / total < 0.8 else "red")
+    bar.append("░" * (width - filled), style="dim")
+    bar.append(f"] {human_bytes(used)} / {human_bytes(total)}")
+    return bar
+
+
+class HeaderBar(Static):
+    DEFAULT_CSS = """
+    HeaderBar { height: 2; padding: 0 1; background: $panel; }
+    """
+
+    def show(self, snapshot: RunSnapshot) -> None:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f" {snapshot.state} ", style=STATE_STYLES.get(snapshot.state, ""))
+        line.append("  ")
+        line.append(snapshot.target, style="bold cyan")
+        line.append(f"  {snapshot.function or '?'}()  ")
+        device = snapshot.device
+        if device is not None:
+            line.append(f"{device.id} ", style="bold")
+            line.append(device.name)
+        second = Text(no_wrap=True, overflow="ellipsis")
+        used = total = None
+        if snapshot.memory is not None and snapshot.memory.devices:
+            first = snapshot.memory.devices[0]
+            used, total = first.device_used_bytes, first.device_total_bytes
+        second.append_text(memory_bar(used, total))
+        if device is not None:
+            second.append(f"  {device.backend}", style="bold")
+            second.append(f"  {device.driver_info or device.kind}")
+        if snapshot.error:
+            second.append(f"  {snapshot.error}", style="red")
+        self.update(Text("\n").join([line, second]))

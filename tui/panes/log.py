@@ -1,0 +1,57 @@
+"""The Log pane: events and diagnostics, newest last, one line each.
+
+Each error is one line with the path of its full log, so a compile failure
+reads as a sentence and the IR dump stays in a file. Snapshots carry their
+newest events with sequence numbers; the pane appends only the ones it has
+not shown, so coalesced snapshots never lose or repeat a line.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.widgets import RichLog
+
+from gputop.tui.bridge import Event, RunSnapshot
+
+LEVEL_STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
+
+
+class LogPane(RichLog):
+    DEFAULT_CSS = """
+    LogPane { height: 1fr; min-height: 4; border: round $primary; }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(max_lines=2000, wrap=True, markup=False, **kwargs)  # type: ignore[arg-type]
+        self._last_seq = 0
+        self._diagnostics_shown: set[tuple[str, str | None, str]] = set()
+        self.messages: list[str] = []  # what was logged, unwrapped, oldest first
+
+    def on_mount(self) -> None:
+        self.border_title = "Log"
+
+    def reset(self) -> None:
+        """A new session numbers its events from 1 again."""
+        self._last_seq = 0
+
+    def add(self, level: str, message: str, stamp: float | None = None) -> None:
+        self.messages.append(f"{level}: {message}")
+        line = Text(time.strftime("%H:%M:%S ", time.localtime(stamp or time.time())), style="dim")
+        line.append(message, style=LEVEL_STYLES.get(level, ""))
+        self.write(line)
+
+    def show(self, snapshot: RunSnapshot) -> None:
+        new: list[Event] = [e for e in snapshot.events if e.seq > self._last_seq]
+        for event in new:
+            text = event.message
+            if event.log_path and event.log_path not in text:
+                text += f" (log: {event.log_path})"
+            self.add(event.level, text, event.timestamp)
+            self._last_seq = event.seq
+        for diag in snapshot.diagnostics:
+            key = (diag.severity, diag.location, diag.message)
+            if key not in self._diagnostics_shown and diag.severity != "error":
+                self._diagnostics_shown.add(key)
+                self.add("warning", diag.one_line(), diag.timestamp)

@@ -1,0 +1,62 @@
+"""The Memory pools pane: what each device's allocator holds, and the whole device.
+
+One keyed row per device and memory type (live, peak, allocated, freed),
+updated in place so the user's cursor stays put; beneath it the device's
+memory in use (NVML on NVIDIA GPUs), the host process's RSS, and a sparkline
+of live device bytes.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from gputop.tui.bridge import RunSnapshot
+from gputop.tui.panes.table import KeyedTable
+from gputop.tui.report_text import human_bytes
+
+COLUMNS = ("device", "type", "live", "peak", "allocated", "freed")
+
+
+class MemoryPane(Vertical):
+    DEFAULT_CSS = """
+    MemoryPane { height: auto; border: round $primary; padding: 0 1; }
+    MemoryPane DataTable { height: auto; max-height: 8; }
+    MemoryPane #memory-device { height: auto; }
+    MemoryPane Sparkline { height: 2; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield KeyedTable(COLUMNS, id="memory-table")
+        yield Static(id="memory-device")
+        yield Sparkline([], id="memory-sparkline", summary_function=max)
+
+    def on_mount(self) -> None:
+        self.border_title = "Memory pools"
+
+    def show(self, snapshot: RunSnapshot) -> None:
+        sample = snapshot.memory
+        if sample is None:
+            return
+        rows = {}
+        lines = []
+        for device in sample.devices:
+            for pool in device.pools:
+                rows[f"{device.device_id}/{pool.memory_type}"] = (
+                    device.device_id,
+                    pool.memory_type,
+                    human_bytes(pool.live_bytes),
+                    human_bytes(pool.peak_bytes),
+                    human_bytes(pool.allocated_bytes),
+                    human_bytes(pool.freed_bytes),
+                )
+            if device.device_used_bytes is not None:
+                lines.append(
+                    f"{device.device_id}: device {human_bytes(device.device_used_bytes)} / "
+                    f"{human_bytes(device.device_total_bytes)} ({device.source})"
+                )
+        lines.append(f"host RSS {human_bytes(sample.host_rss_bytes)} of {human_bytes(sample.host_total_bytes)}")
+        self.query_one("#memory-table", KeyedTable).sync(rows)
+        self.query_one("#memory-device", Static).update("\n".join(lines))
+        self.query_one("#memory-sparkline", Sparkline).data = list(snapshot.memory_history)

@@ -1,0 +1,74 @@
+"""The Run pane: how long each phase took and how fast calls go now.
+
+Phases (compile, load, parameters, context, first call, teardown) answer
+"where did my start-up go?"; calls/s, p50 and p95 of the synced call time and
+a sparkline of recent calls answer "is it steady, and is it fast?".
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from gputop.tui.bridge import RunSnapshot
+
+PHASES = (  # shown two a row, in run order
+    ("compile", "compile_s"),
+    ("load", "load_s"),
+    ("parameters", "parameters_s"),
+    ("context", "context_s"),
+    ("first call", "first_call_s"),
+    ("teardown", "teardown_s"),
+)
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0"
+    if value < 1e-3:
+        return f"{value * 1e6:.0f} µs"
+    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f} ms" if value < 10 else f"{value:.1f} ms"
+
+
+class RunPane(Vertical):
+    DEFAULT_CSS = """
+    RunPane { height: auto; border: round $primary; padding: 0 1; }
+    RunPane #run-phases { height: auto; }
+    RunPane #run-calls { height: auto; }
+    RunPane Sparkline { height: 2; margin-top: 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="run-phases")
+        yield Static(id="run-calls")
+        yield Sparkline([], id="run-sparkline", summary_function=max)
+
+    def on_mount(self) -> None:
+        self.border_title = "Run"
+
+    def show(self, snapshot: RunSnapshot) -> None:
+        table = Table.grid(padding=(0, 1))
+        for _ in range(2):
+            table.add_column(style="dim")
+            table.add_column(justify="right", min_width=9)
+        cells = [(label, seconds(getattr(snapshot.phases, key))) for label, key in PHASES]
+        for left, right in zip(cells[0::2], cells[1::2], strict=True):
+            table.add_row(left[0], left[1] + "   ", right[0], right[1])
+        self.query_one("#run-phases", Static).update(table)
+        calls = snapshot.calls
+        rate = f"{calls.calls_per_s:.1f}/s" if calls.calls_per_s else "-"
+        self.query_one("#run-calls", Static).update(
+            f"calls {calls.count}  {rate}  synced wall time per call:\n"
+            f"p50 {ms(calls.p50_ms)}  p95 {ms(calls.p95_ms)}  max {ms(calls.max_ms)}"
+        )
+        self.query_one("#run-sparkline", Sparkline).data = list(calls.recent_ms)
