@@ -32,5 +32,18 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
+# Screenshots come only from driving the real app (never edited by hand).
+screenshots: setup
+	$(PY) scripts/screenshots.py screenshots/gputop-cpu.svg --device local-task --calls 30
+
+demo: setup
+	GPUTOP=$(CURDIR)/$(VENV)/bin/gputop scripts/record_demo.sh screenshots/demo.cast
+
+# The benchmarks that run on the CPU machine; results go to bench/results/.
+bench: setup
+	mkdir -p bench/results
+	$(PY) bench/run_overhead.py --demo mlp --device local-task --iterations 100 --json bench/results/cpu-run_overhead.json
+	$(PY) bench/ui_lag.py --device local-task --seconds 20 --json bench/results/cpu-ui_lag.json
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -81,33 +81,52 @@ def main() -> None:
     parser.add_argument("--function")
     parser.add_argument("--input", action="append", default=[])
     parser.add_argument("--check", action="append", default=[], type=Path)
-    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--iterations", type=int, default=100, help="calls per round")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of each tool")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     target = args.vmfb or f"demo:{args.demo}"
-    ours = gputop_p50(
-        RunConfig(
-            target=target, device=args.device, iterations=args.iterations, function=args.function,
-            inputs=tuple(args.input), checks=tuple(args.check),
-        )
+    config = RunConfig(
+        target=target, device=args.device, iterations=args.iterations, function=args.function,
+        inputs=tuple(args.input), checks=tuple(args.check),
     )  # fmt: skip
-    inputs = list(args.input)
+    # Alternate the two tools in rounds so drift on a shared machine hits both alike.
+    rounds_ours, rounds_tool = [], []
     scratch = tempfile.TemporaryDirectory()
-    if not inputs:
-        # Give the tool the very inputs gputop made (seeded random), as .npy files.
-        for index, array in enumerate(ours.pop("inputs")):
-            path = Path(scratch.name) / f"in{index}.npy"
-            np.save(path, array)
-            inputs.append(f"@{path}")
-    tool = benchmark_tool_p50(ours["vmfb"], args.device, args.function or ours["function"], inputs, args.iterations)
+    inputs = list(args.input)
+    for _ in range(args.rounds):
+        ours = gputop_p50(config)
+        if not inputs:
+            # Give the tool the very inputs gputop made (seeded random), as .npy files.
+            for index, array in enumerate(ours["inputs"]):
+                path = Path(scratch.name) / f"in{index}.npy"
+                np.save(path, array)
+                inputs.append(f"@{path}")
+        ours.pop("inputs")
+        rounds_ours.append(ours)
+        fn = args.function or ours["function"]
+        rounds_tool.append(benchmark_tool_p50(ours["vmfb"], args.device, fn, inputs, args.iterations))
     scratch.cleanup()
-    ours.pop("inputs", None)
+    ours = {
+        "count": sum(r["count"] for r in rounds_ours),
+        "p50_ms": statistics.median(r["p50_ms"] for r in rounds_ours),
+        "min_ms": min(r["min_ms"] for r in rounds_ours),
+        "round_p50_ms": [r["p50_ms"] for r in rounds_ours],
+        "check": all(r["check"] is not False for r in rounds_ours),
+    }
+    tool = {
+        "count": sum(r["count"] for r in rounds_tool),
+        "p50_ms": statistics.median(r["p50_ms"] for r in rounds_tool),
+        "min_ms": min(r["min_ms"] for r in rounds_tool),
+        "round_p50_ms": [r["p50_ms"] for r in rounds_tool],
+    }
     ratio = ours["p50_ms"] / tool["p50_ms"]
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "device": args.device,
         "target": target,
         "iterations": args.iterations,
+        "rounds": args.rounds,
         "gputop": ours,
         "iree_benchmark_module": tool,
         "ratio_p50": ratio,
@@ -115,7 +134,7 @@ def main() -> None:
     print(f"{'':24s}{'calls':>8s}{'p50 ms':>12s}{'min ms':>12s}")
     print(f"{'gputop run':24s}{ours['count']:>8d}{ours['p50_ms']:>12.3f}{ours['min_ms']:>12.3f}")
     print(f"{'iree-benchmark-module':24s}{tool['count']:>8d}{tool['p50_ms']:>12.3f}{tool['min_ms']:>12.3f}")
-    print(f"ratio p50 (gputop / tool): {ratio:.3f}")
+    print(f"ratio of median p50 over {args.rounds} alternating rounds (gputop / tool): {ratio:.3f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

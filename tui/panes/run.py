@@ -57,13 +57,13 @@ class RunPane(Vertical):
         self.border_title = "Run"
 
     def show(self, snapshot: RunSnapshot) -> None:
-        table = Table.grid(padding=(0, 1))
+        table = Table.grid(padding=(0, 1), pad_edge=False)
         for _ in range(2):
             table.add_column(style="dim")
             table.add_column(justify="right", min_width=9)
         cells = [(label, seconds(getattr(snapshot.phases, key))) for label, key in PHASES]
         for left, right in zip(cells[0::2], cells[1::2], strict=True):
-            table.add_row(left[0], left[1] + "   ", right[0], right[1])
+            table.add_row(left[0], left[1], "  " + right[0], right[1])
         self.query_one("#run-phases", Static).update(table)
         calls = snapshot.calls
         rate = f"{calls.calls_per_s:.1f}/s" if calls.calls_per_s else "-"

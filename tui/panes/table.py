@@ -37,5 +37,5 @@ class KeyedTable(DataTable[str]):
                 elif old != cells:
                     for name, before, after in zip(self._column_names, old, cells, strict=True):
                         if before != after:
-                            self.update_cell(key, name, after)
+                            self.update_cell(key, name, after, update_width=True)
                 self._rows[key] = cells

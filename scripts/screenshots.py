@@ -1,0 +1,57 @@
+"""Make the README's screenshots by driving the real app on a live engine.
+
+Starts `GputopApp` on the real engine (headless, through Textual's
+`run_test`), waits until the Run pane has counted some calls, and saves an
+SVG. Run by `make screenshots` on the CPU; the same script runs on a GPU
+machine (headless Textual needs no terminal). Never edit the SVGs by hand.
+
+Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task]
+           [--input ...] [--calls 20] [--size 120x40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from gputop.tui.app import GputopApp
+from gputop.tui.bridge import EngineBridge, RunConfig
+
+
+async def shoot(args: argparse.Namespace) -> None:
+    width, height = (int(v) for v in args.size.split("x"))
+    config = RunConfig(target=args.target, device=args.device, iterations=None, inputs=tuple(args.input))
+    app = GputopApp(EngineBridge(config))
+    async with app.run_test(size=(width, height)) as pilot:
+        waited = 0.0
+        while waited < args.timeout:
+            snap = app.snapshot
+            if snap is not None and (snap.state == "error" or snap.calls.count >= args.calls):
+                break
+            await pilot.pause(0.2)
+            waited += 0.2
+        await pilot.pause(0.5)
+        snap = app.snapshot
+        if snap is None or snap.state == "error":
+            raise SystemExit(f"the run failed: {snap.error if snap else 'no snapshot'}")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        app.save_screenshot(filename=args.out.name, path=str(args.out.parent))
+        print(f"{args.out}: {snap.calls.count} calls on {snap.device.id if snap.device else '?'}")
+        await pilot.press("q")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--target", default="demo:mlp")
+    parser.add_argument("--device", default="local-task")
+    parser.add_argument("--input", action="append", default=[])
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--size", default="120x40")
+    asyncio.run(shoot(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
