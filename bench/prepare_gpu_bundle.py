@@ -26,7 +26,7 @@ from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS
 TARGETS = {"cuda": CUDA_FLAGS, "vulkan": VULKAN_NVIDIA_FLAGS}
 DECLARATIONS = {
     "mlp": "sync func @mlp(%a: tensor<256x1024xf32>, %b: tensor<1024x1024xf32>, "
-    "%c: tensor<1024x1024xf32>, %d: tensor<1024x256xf32>) -> ()",
+    "%c: tensor<1024x512xf32>, %d: tensor<512x256xf32>) -> ()",
     "conv": "sync func @conv(%a: tensor<1x64x128x128xf32>, %b: tensor<256x64x3x3xf32>) -> ()",
 }
 

@@ -59,7 +59,7 @@ def _pipeline(args: list[np.ndarray]) -> list[np.ndarray]:
 
 
 DEMOS: dict[str, Demo] = {
-    "mlp": Demo("mlp", "mlp", "three-dispatch MLP, 256x1024 f32 through 1024-wide layers", _mlp),
+    "mlp": Demo("mlp", "mlp", "three-dispatch MLP, 256x1024 f32 through layers of 1024, 512 and 256", _mlp),
     "conv": Demo("conv", "conv", "the seed conv, 1x64x128x128 * 256x64x3x3 f32", _conv),
     "pipeline": Demo("pipeline", "pipeline", "two matmuls on two devices (pipeline parallel)", _pipeline, devices=2),
 }

@@ -168,3 +168,13 @@ async def test_unavailable_device_is_shown() -> None:
         await pilot.pause(0.2)
         assert "vulkan:42 does not exist" in log_text(app) or "unavailable" in log_text(app)
         assert app.snapshot.error_exit_code == 4
+
+
+async def test_snapshots_keep_coming_while_help_is_open() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 0)
+        await pilot.press("question_mark")
+        frames = app.frames
+        await wait_for(pilot, lambda: app.frames > frames + 3)
+        assert isinstance(app.screen, HelpScreen)

@@ -63,6 +63,7 @@ class GputopApp(App[int]):
         self._last_frame = 0.0
         self._frame_timer: Timer | None = None
         self._quitting = False
+        self._quitting_done = False
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -78,11 +79,26 @@ class GputopApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # Keep the panes themselves: while a modal screen is up, queries would
+        # search that screen, and snapshots keep arriving.
+        self._panes: list[HeaderBar | RunPane | MemoryPane | ExportsPane | KernelsPane | CapturesPane | LogPane] = [
+            self.query_one(HeaderBar),
+            self.query_one(RunPane),
+            self.query_one(MemoryPane),
+            self.query_one(ExportsPane),
+            self.query_one(KernelsPane),
+            self.query_one(CapturesPane),
+            self.query_one(LogPane),
+        ]
+        self._log = self.query_one(LogPane)
         self._fit(self.size.width)
         self.source.attach(self)
         self.source.start()
 
     def on_unmount(self) -> None:
+        self._quitting_done = True
+        if self._frame_timer is not None:
+            self._frame_timer.stop()
         # However the app ends (q, an error, the test harness), the engine stops
         # before the interpreter does: IREE aborts if it is torn down mid-call.
         self.source.stop(timeout=15)
@@ -105,20 +121,15 @@ class GputopApp(App[int]):
     def _draw(self) -> None:
         self._frame_timer = None
         snapshot = self.snapshot
-        if snapshot is None:
+        if snapshot is None or self._quitting_done or not self._log.is_attached:
             return
         self._last_frame = time.monotonic()
         self.frames += 1
-        self.query_one(HeaderBar).show(snapshot)
-        self.query_one(RunPane).show(snapshot)
-        self.query_one(MemoryPane).show(snapshot)
-        self.query_one(ExportsPane).show(snapshot)
-        self.query_one(KernelsPane).show(snapshot)
-        self.query_one(CapturesPane).show(snapshot)
-        self.query_one(LogPane).show(snapshot)
+        for pane in self._panes:
+            pane.show(snapshot)
 
     def log_line(self, level: str, message: str) -> None:
-        self.query_one(LogPane).add(level, message)
+        self._log.add(level, message)
 
     # -- keys -----------------------------------------------------------------
     async def action_quit(self) -> None:
@@ -192,7 +203,7 @@ class GputopApp(App[int]):
     def _restart_engine(self, **changes: object) -> None:
         assert isinstance(self.source, EngineBridge)
         self.source.restart(**changes)
-        self.call_from_thread(self.query_one(LogPane).reset)
+        self.call_from_thread(self._log.reset)
 
     def action_export(self) -> None:
         if not isinstance(self.source, EngineBridge):
