@@ -170,6 +170,52 @@ class TensorSummary:
 
 
 @dataclass(frozen=True)
+class KernelTiming:
+    """One dispatch function's device times over a profile pass (microseconds)."""
+
+    name: str
+    count: int
+    total_us: float
+    avg_us: float
+    min_us: float
+    p50_us: float
+    max_us: float
+    share: float  # of the summed kernel time of a call
+    per_call: float  # how many times one call runs it
+    workgroup_count: tuple[int, ...] | None
+    workgroup_size: tuple[int, ...] | None
+    source: str  # ireeprof, cupti, opencl
+    timing: str  # what the clock is: device timestamps, or host execution on CPU devices
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    """A HAL pool's reserved and committed bytes, from profiling memory events."""
+
+    pool_id: int
+    reserved_bytes: int
+    committed_bytes: int
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    """One profile pass: kernels, the synced call time beside the kernel time, and files."""
+
+    source: str
+    device_id: str
+    calls: int
+    call_wall_ms: float | None  # synced wall time of one call during the pass
+    call_kernel_ms: float  # summed kernel time of one call
+    gap_ms: float | None  # wall minus kernel: host work, transfers, idle
+    kernels: tuple[KernelTiming, ...]
+    pools: tuple[PoolUsage, ...] = ()
+    profile_path: str | None = None
+    trace_path: str | None = None
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
 class RunSnapshot:
     """The whole state of one run at one moment, as the TUI and reports see it."""
 
@@ -188,4 +234,6 @@ class RunSnapshot:
     result_types: tuple[str, ...] = ()  # the function's results, e.g. "256x256xf32"
     device_ids: tuple[str, ...] = ()  # every device of the run (two for demo:pipeline)
     session_dir: str | None = None
+    profile: ProfileSummary | None = None
+    profiling: bool = False  # a profile pass is under way
     timestamp: float = field(default_factory=now)

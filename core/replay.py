@@ -19,9 +19,12 @@ from gputop.core.records import (
     DeviceMemory,
     Diagnostic,
     Event,
+    KernelTiming,
     MemorySample,
     Phases,
     PoolStats,
+    PoolUsage,
+    ProfileSummary,
     RunSnapshot,
     to_json,
 )
@@ -60,6 +63,23 @@ def memory_from_json(data: dict[str, Any] | None) -> MemorySample | None:
     )
 
 
+def profile_from_json(data: dict[str, Any] | None) -> ProfileSummary | None:
+    if data is None:
+        return None
+    kernels = tuple(
+        KernelTiming(
+            **{
+                **k,
+                "workgroup_count": _tuple(k.get("workgroup_count")) or None,
+                "workgroup_size": _tuple(k.get("workgroup_size")) or None,
+            }
+        )
+        for k in data.get("kernels", ())
+    )
+    pools = tuple(PoolUsage(**p) for p in data.get("pools", ()))
+    return ProfileSummary(**{**data, "kernels": kernels, "pools": pools})
+
+
 def snapshot_from_json(data: dict[str, Any]) -> RunSnapshot:
     """Rebuild a `RunSnapshot` from what `to_json` made of it."""
     try:
@@ -81,6 +101,8 @@ def snapshot_from_json(data: dict[str, Any]) -> RunSnapshot:
             result_types=_tuple(data.get("result_types")),
             device_ids=_tuple(data.get("device_ids")),
             session_dir=data.get("session_dir"),
+            profile=profile_from_json(data.get("profile")),
+            profiling=bool(data.get("profiling", False)),
             timestamp=data["timestamp"],
         )
     except (KeyError, TypeError) as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any
 
-from gputop.core.records import to_json
+from gputop.core.records import ProfileSummary, to_json
 from gputop.core.session import Session, summarize
 
 
@@ -20,6 +20,17 @@ def package_version(name: str) -> str | None:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _profile_json(profile: ProfileSummary | None, steady_p50_ms: float | None) -> dict[str, Any] | None:
+    if profile is None:
+        return None
+    data = to_json(profile)
+    data.pop("kernels", None)
+    # Profiling overhead: a profiled call's synced time against the steady p50 of this run.
+    if profile.call_wall_ms and steady_p50_ms:
+        data["overhead_ratio"] = profile.call_wall_ms / steady_p50_ms
+    return data
 
 
 def build_report(session: Session) -> dict[str, Any]:
@@ -56,7 +67,11 @@ def build_report(session: Session) -> dict[str, Any]:
             "host_total_bytes": snap.memory.host_total_bytes if snap.memory else None,
             "samples": session.memory_samples,
         },
-        "kernels": [],
+        "kernels": to_json(snap.profile.kernels) if snap.profile else [],
+        "call_wall_ms": snap.profile.call_wall_ms if snap.profile else None,
+        "call_kernel_ms": snap.profile.call_kernel_ms if snap.profile else None,
+        "call_gap_ms": snap.profile.gap_ms if snap.profile else None,
+        "profile": _profile_json(snap.profile, snap.calls.p50_ms),
         "exports": [],
         "captures": [],
         "diagnostics": to_json(snap.diagnostics),

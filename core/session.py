@@ -11,6 +11,7 @@ one-line message and gputop's exit code, never as an exception on the thread.
 from __future__ import annotations
 
 import contextlib
+import statistics
 import threading
 import time
 import traceback
@@ -25,11 +26,13 @@ import numpy as np
 from gputop.core import demos
 from gputop.core.check import DEFAULT_ATOL, DEFAULT_RTOL, compare_outputs, load_reference
 from gputop.core.compile import CompiledModule, compile_module
+from gputop.core.cupti_profile import record_kernels
 from gputop.core.devices import resolve_device
 from gputop.core.errors import GputopError, Interrupted, RuntimeFailure, UsageError
 from gputop.core.inputs import DEFAULT_SEED, make_inputs
 from gputop.core.memory import MemorySampler
 from gputop.core.paths import new_session_dir
+from gputop.core.profiles import DispatchEvent, ProfileError, profile_with_ireeprof, summarize_events, write_trace
 from gputop.core.records import (
     CallStats,
     DeviceInfo,
@@ -38,6 +41,7 @@ from gputop.core.records import (
     MemorySample,
     OutputCheck,
     Phases,
+    ProfileSummary,
     RunSnapshot,
     TensorSummary,
 )
@@ -69,6 +73,9 @@ class RunConfig:
     checks: tuple[Path, ...] = ()
     rtol: float = DEFAULT_RTOL
     atol: float = DEFAULT_ATOL
+    profile: bool = False  # one profile pass after the steady calls (gputop run --profile)
+    profile_calls: int = 10  # calls in a pass asked for while running (the TUI's p)
+    profile_every_s: float | None = None  # keep profiling periodically, merging passes
 
 
 @dataclass
@@ -111,6 +118,13 @@ class Session:
         self._seq = 0
         self._error: GputopError | None = None
         self._last_publish = 0.0
+        self._profile_request = threading.Event()
+        self._profile: ProfileSummary | None = None
+        self._profiling = False
+        self._profile_events: deque[DispatchEvent] = deque(maxlen=100_000)
+        self._profile_calls = 0
+        self._input_files: list[str] = []
+        self._vmfb: Path | None = None
         self._snapshot = self._build_snapshot()
         self.outcome = _Outcome()
 
@@ -142,6 +156,14 @@ class Session:
         if self._state == "paused":
             self._running.set()
             self._set_state("running")
+
+    def request_profile(self) -> None:
+        """Take a profile pass between calls, as soon as the call in flight is done."""
+        self._profile_request.set()
+
+    @property
+    def profile(self) -> ProfileSummary | None:
+        return self._profile
 
     def stop(self) -> None:
         """Ask the run to end after the call in flight; teardown still runs."""
@@ -192,6 +214,7 @@ class Session:
                 self._device, self._devices = device, devices
             self._event("info", f"device {device.id}: {device.name}")
             vmfb = self._compile(device, demo)
+            self._vmfb = vmfb
 
             self._set_state("loading")
             started = time.perf_counter()
@@ -243,6 +266,8 @@ class Session:
                 )
             self._set_state("running")
             self._call_loop(runner)
+            if self.config.profile and not self._stop.is_set():
+                self._take_profile(runner, max(self.config.iterations or 1, 1))
             self._set_state("finished" if not self._stop.is_set() else "stopped")
         except GputopError as exc:
             self._fail(exc)
@@ -325,13 +350,20 @@ class Session:
 
     def _call_loop(self, runner: Any) -> None:
         remaining = self.config.iterations
-        # The first call is reported on its own (it includes lazy setup); one call
-        # asked for means the steady numbers come from that same kind of call once more.
+        every = self.config.profile_every_s
+        next_profile = time.monotonic() + every if every else None
         while remaining is None or remaining > 0:
             if self._stop.is_set():
                 return
+            if self._profile_request.is_set() or (next_profile is not None and time.monotonic() >= next_profile):
+                self._profile_request.clear()
+                self._take_profile(runner, self.config.profile_calls)
+                if every:
+                    next_profile = time.monotonic() + every
+                continue
             if not self._running.is_set():
-                self._running.wait()
+                # Paused: wake for resume, stop or a profile request.
+                self._running.wait(0.1)
                 continue
             started = time.perf_counter()
             runner.call()
@@ -339,6 +371,75 @@ class Session:
             if remaining is not None:
                 remaining -= 1
             self._publish()
+
+    def _take_profile(self, runner: Any, calls: int) -> None:
+        """One profile pass between calls; merged with earlier passes of this session."""
+        device = self._devices[0]
+        with self._lock:
+            self._profiling = True
+        self._event("info", f"profiling {calls} calls on {device.id}...")
+        try:
+            if device.backend == "cuda":
+                events, walls = record_kernels(lambda: self._timed_calls(runner, calls))
+                trace = write_trace(
+                    events, device.id, self.session_dir / f"profile-{time.strftime('%H%M%S')}.trace.json"
+                )
+                latest = summarize_events(
+                    events, calls=calls, source="cupti", device_id=device.id,
+                    call_wall_ms=statistics.fmean(walls) * 1e3, trace_path=str(trace),
+                )  # fmt: skip
+            else:
+                if self._vmfb is None:
+                    raise ProfileError("no compiled module to profile")
+                latest, events = profile_with_ireeprof(
+                    self._vmfb, self._devices, self._function or runner.default_function(),
+                    self._save_inputs(), calls, self.session_dir, cancel=self._stop,
+                )  # fmt: skip
+            with self._lock:
+                self._profile_events.extend(events)
+                self._profile_calls += calls
+                merged = latest
+                if self._profile_calls > calls:
+                    merged = summarize_events(
+                        list(self._profile_events), calls=self._profile_calls, source=latest.source,
+                        device_id=device.id, call_wall_ms=latest.call_wall_ms, pools=list(latest.pools),
+                        profile_path=latest.profile_path, trace_path=latest.trace_path,
+                    )  # fmt: skip
+                self._profile = merged
+            gap = f", gap {latest.gap_ms:.3f} ms" if latest.gap_ms is not None else ""
+            wall = f" of {latest.call_wall_ms:.3f} ms synced" if latest.call_wall_ms is not None else ""
+            self._event(
+                "info",
+                f"profile: {len(latest.kernels)} kernels, {latest.call_kernel_ms:.3f} ms kernel time per call"
+                f"{wall}{gap}; trace {latest.trace_path}",
+            )
+        except Interrupted:
+            raise
+        except GputopError as exc:
+            self._event("warning", f"profile failed: {exc}", exc.log_path)
+        finally:
+            with self._lock:
+                self._profiling = False
+            self._publish(force=True)
+
+    def _timed_calls(self, runner: Any, calls: int) -> list[float]:
+        walls = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            runner.call()
+            walls.append(time.perf_counter() - started)
+        return walls
+
+    def _save_inputs(self) -> list[str]:
+        """The session's inputs as .npy files for the profiling tool (written once)."""
+        if not self._input_files:
+            folder = self.session_dir / "inputs"
+            folder.mkdir(exist_ok=True)
+            for index, array in enumerate(self.outcome.inputs):
+                path = folder / f"input{index}.npy"
+                np.save(path, array)
+                self._input_files.append(f"@{path}")
+        return self._input_files
 
     # -- state and publishing -----------------------------------------------
     def _check_stop(self) -> None:
@@ -400,6 +501,8 @@ class Session:
             result_types=self._result_types,
             device_ids=tuple(d.id for d in self._devices),
             session_dir=str(self.session_dir),
+            profile=self._profile,
+            profiling=self._profiling,
         )
 
     def _publish(self, force: bool = False) -> None:

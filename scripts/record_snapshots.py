@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--target", default="demo:mlp")
     parser.add_argument("--device", default="local-task")
     parser.add_argument("-n", "--iterations", type=int, default=40)
+    parser.add_argument("--profile", action="store_true", help="end with a profile pass (fills the Kernels pane)")
     args = parser.parse_args()
     import os
 
@@ -43,7 +44,8 @@ def main() -> None:
         os.environ["GPUTOP_CACHE_DIR"] = f"{root}/cache"
         os.environ["GPUTOP_STATE_DIR"] = f"{root}/state"
         snapshots: list[RunSnapshot] = []
-        session = Session(RunConfig(target=args.target, device=args.device, iterations=args.iterations))
+        config = RunConfig(target=args.target, device=args.device, iterations=args.iterations, profile=args.profile)
+        session = Session(config)
         session.subscribe(snapshots.append)
         session.start()
         session.wait()

@@ -6,7 +6,7 @@ SVG. Run by `make screenshots` on the CPU; the same script runs on a GPU
 machine (headless Textual needs no terminal). Never edit the SVGs by hand.
 
 Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task]
-           [--input ...] [--calls 20] [--size 120x40]
+           [--input ...] [--calls 20] [--size 120x40] [--profile]
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ async def shoot(args: argparse.Namespace) -> None:
                 break
             await pilot.pause(0.2)
             waited += 0.2
+        if args.profile and app.snapshot is not None and app.snapshot.state == "running":
+            await pilot.press("p")
+            while app.snapshot.profile is None and waited < args.timeout * 2:
+                await pilot.pause(0.2)
+                waited += 0.2
         await pilot.pause(0.5)
         snap = app.snapshot
         if snap is None or snap.state == "error":
@@ -50,6 +55,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--size", default="120x40")
+    parser.add_argument("--profile", action="store_true", help="press p and wait for the kernel table")
     asyncio.run(shoot(parser.parse_args()))
 
 

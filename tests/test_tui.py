@@ -77,11 +77,9 @@ async def test_keys_that_say_why_not() -> None:
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
-        await pilot.press("p")
         await pilot.press("c")
         await pilot.pause(0.2)
         text = log_text(app)
-        assert "profile:" in text
         assert "capture: RenderDoc captures Vulkan work; this run is on local-task" in text
 
 
@@ -178,3 +176,17 @@ async def test_snapshots_keep_coming_while_help_is_open() -> None:
         frames = app.frames
         await wait_for(pilot, lambda: app.frames > frames + 3)
         assert isinstance(app.screen, HelpScreen)
+
+
+async def test_p_profiles_into_the_kernels_pane() -> None:
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 0)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
+        await pilot.pause(0.3)
+        assert app.query_one("#kernels-table").row_count == 3  # type: ignore[attr-defined]
+        assert any("profile: 3 kernels" in line for line in app.query_one(LogPane).messages)
+        # The run goes on after the pass.
+        before = calls(app)
+        await wait_for(pilot, lambda: calls(app) > before)

@@ -90,7 +90,7 @@ class GputopApp(App[int]):
             self.query_one(CapturesPane),
             self.query_one(LogPane),
         ]
-        self._log = self.query_one(LogPane)
+        self._log_pane = self.query_one(LogPane)
         self._fit(self.size.width)
         self.source.attach(self)
         self.source.start()
@@ -121,7 +121,7 @@ class GputopApp(App[int]):
     def _draw(self) -> None:
         self._frame_timer = None
         snapshot = self.snapshot
-        if snapshot is None or self._quitting_done or not self._log.is_attached:
+        if snapshot is None or self._quitting_done or not self._log_pane.is_attached:
             return
         self._last_frame = time.monotonic()
         self.frames += 1
@@ -129,7 +129,7 @@ class GputopApp(App[int]):
             pane.show(snapshot)
 
     def log_line(self, level: str, message: str) -> None:
-        self._log.add(level, message)
+        self._log_pane.add(level, message)
 
     # -- keys -----------------------------------------------------------------
     async def action_quit(self) -> None:
@@ -156,11 +156,12 @@ class GputopApp(App[int]):
             self.log_line("info", "paused" if state == "paused" else "resumed")
 
     def action_profile(self) -> None:
-        self.log_line(
-            "warning",
-            "profile: per-dispatch device timing is not part of this gputop build yet; "
-            "call times above are synced wall times",
-        )
+        if not isinstance(self.source, EngineBridge):
+            self.log_line("warning", "profile: this is a recorded run")
+            return
+        reason = self.source.request_profile()
+        if reason:
+            self.log_line("warning", f"profile: {reason}")
 
     def action_capture(self) -> None:
         device = self.snapshot.device if self.snapshot else None
@@ -203,7 +204,7 @@ class GputopApp(App[int]):
     def _restart_engine(self, **changes: object) -> None:
         assert isinstance(self.source, EngineBridge)
         self.source.restart(**changes)
-        self.call_from_thread(self._log.reset)
+        self.call_from_thread(self._log_pane.reset)
 
     def action_export(self) -> None:
         if not isinstance(self.source, EngineBridge):

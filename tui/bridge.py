@@ -18,12 +18,14 @@ from typing import Any, Protocol
 
 from textual.message import Message
 
+from gputop.core.cupti_profile import cupti_unavailable_reason
 from gputop.core.devices import IREE_BACKENDS, list_devices
 from gputop.core.records import (
     CallStats,
     DeviceInfo,
     DeviceMemory,
     Event,
+    KernelTiming,
     MemorySample,
     Phases,
     RunSnapshot,
@@ -38,6 +40,7 @@ __all__ = [
     "DeviceMemory",
     "EngineBridge",
     "Event",
+    "KernelTiming",
     "MemorySample",
     "Phases",
     "ReplaySource",
@@ -141,6 +144,22 @@ class EngineBridge:
         if state == "paused":
             session.resume()
             return "running"
+        return None
+
+    def request_profile(self) -> str | None:
+        """Ask for a profile pass; returns why not, or None when it was asked for."""
+        session = self._session
+        if session is None or session.snapshot.state not in ("running", "paused"):
+            state = session.snapshot.state if session else "idle"
+            return f"nothing to profile while {state}"
+        if session.snapshot.profiling:
+            return "a profile pass is already running"
+        device = session.snapshot.device
+        if device is not None and device.backend == "cuda":
+            reason = cupti_unavailable_reason()
+            if reason:
+                return reason
+        session.request_profile()
         return None
 
     def runnable_devices(self) -> list[DeviceInfo]:

@@ -28,7 +28,7 @@ from gputop.core.errors import (
     UsageError,
 )
 
-SUBCOMMANDS = ("run", "devices")
+SUBCOMMANDS = ("run", "devices", "profile-info")
 
 
 def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
@@ -94,6 +94,13 @@ def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
     parser.add_argument(
         "--sample-interval", type=float, default=0.1, help="memory sampling period in seconds (default 0.1)"
     )
+    parser.add_argument(
+        "--profile-calls", type=int, default=10, help="calls in a profile pass asked for with p (default 10)"
+    )
+    if tui:
+        parser.add_argument(
+            "--profile-every", type=float, metavar="SECONDS", help="keep profiling every SECONDS, merging passes"
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,6 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(run, tui=False)
     run.add_argument("--json", metavar="PATH", help="also write the report as JSON to PATH ('-' for stdout)")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    run.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the steady calls, profile as many calls for per-dispatch device times",
+    )
+    info = sub.add_parser("profile-info", help="print the kernel table of an .ireeprof profile bundle")
+    info.add_argument("file", type=Path)
+    info.add_argument("--json", metavar="PATH", help="write the table as JSON to PATH ('-' for stdout)")
     devices = sub.add_parser("devices", help="list every device gputop can use, and why others are missing")
     devices.add_argument("--json", action="store_true", help="print the rows as JSON")
     return parser
@@ -129,6 +144,10 @@ def _config_from(args: argparse.Namespace, iterations: int | None) -> Any:
         raise UsageError("--iterations must be 0 (first call only) or more")
     if args.sample_interval <= 0:
         raise UsageError("--sample-interval must be positive")
+    if args.profile_calls < 1:
+        raise UsageError("--profile-calls must be at least 1")
+    if getattr(args, "profile_every", None) is not None and args.profile_every <= 0:
+        raise UsageError("--profile-every must be positive")
     return RunConfig(
         target=args.target,
         device=args.device,
@@ -145,6 +164,9 @@ def _config_from(args: argparse.Namespace, iterations: int | None) -> Any:
         checks=tuple(args.check),
         rtol=args.rtol,
         atol=args.atol,
+        profile=bool(getattr(args, "profile", False)),
+        profile_calls=args.profile_calls,
+        profile_every_s=getattr(args, "profile_every", None),
     )
 
 
@@ -161,6 +183,26 @@ def command_devices(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
     else:
         print(devices_table(rows))
+    return EXIT_OK
+
+
+def command_profile_info(args: argparse.Namespace) -> int:
+    from gputop.core.profiles import read_profile
+    from gputop.core.records import to_json
+
+    summary = read_profile(args.file)
+    data = to_json(summary)
+    if args.json:
+        _write_json(data, args.json)
+    if args.json != "-":
+        width = max(len(k.name) for k in summary.kernels)
+        print(f"{args.file}: {summary.calls} calls, {summary.call_kernel_ms:.3f} ms kernel time per call")
+        print(f"{'kernel'.ljust(width)}  {'count':>6}  {'avg us':>10}  {'p50 us':>10}  {'max us':>10}  share")
+        for k in summary.kernels:
+            print(
+                f"{k.name.ljust(width)}  {k.count:>6}  {k.avg_us:>10.1f}  {k.p50_us:>10.1f}"
+                f"  {k.max_us:>10.1f}  {k.share * 100:5.1f}%"
+            )
     return EXIT_OK
 
 
@@ -263,7 +305,11 @@ def run_cli(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             args = build_parser().parse_args(argv)
-            return command_run(args) if args.command == "run" else command_devices(args)
+            if args.command == "run":
+                return command_run(args)
+            if args.command == "profile-info":
+                return command_profile_info(args)
+            return command_devices(args)
         if argv and argv[0] in ("-h", "--help"):
             build_parser().print_help()
             print("\nTUI options:\n" + build_tui_parser().format_help().split("\n", 2)[2])

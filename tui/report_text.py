@@ -116,6 +116,27 @@ def run_report(report: dict[str, Any]) -> str:
             f"check     {verdict} against {check['reference']} "
             f"(max abs err {check['max_abs_err']:.3g}, max rel err {check['max_rel_err']:.3g})"
         )
+    kernels = report.get("kernels") or []
+    if kernels:
+        profile = report.get("profile") or {}
+        lines.append(
+            f"kernels   {profile.get('source')} over {profile.get('calls')} calls: "
+            f"{report['call_kernel_ms']:.3f} ms kernel time per call"
+            + (
+                f" of {report['call_wall_ms']:.3f} ms synced (gap {report['call_gap_ms']:.3f} ms)"
+                if report.get("call_wall_ms") is not None
+                else ""
+            )
+        )
+        width = max(len(k["name"]) for k in kernels)
+        lines.append(f"  {'kernel'.ljust(width)}  {'count':>6}  {'avg us':>10}  {'min us':>10}  {'max us':>10}  share")
+        for k in kernels:
+            lines.append(
+                f"  {k['name'].ljust(width)}  {k['count']:>6}  {k['avg_us']:>10.1f}  {k['min_us']:>10.1f}"
+                f"  {k['max_us']:>10.1f}  {k['share'] * 100:5.1f}%"
+            )
+        if profile.get("trace_path"):
+            lines.append(f"trace     {profile['trace_path']} (open in Perfetto)")
     for diag in report.get("diagnostics", []):
         lines.append(f"{diag['severity']:9s} {diag.get('location') or ''} {diag['message']}".rstrip())
     lines.append(f"session   {report['session_dir']}")

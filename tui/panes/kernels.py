@@ -7,46 +7,69 @@ to get one rather than showing guesses.
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from gputop.tui.bridge import RunSnapshot
+from gputop.tui.bridge import KernelTiming, RunSnapshot
 from gputop.tui.panes.table import KeyedTable
 
-COLUMNS = ("kernel", "count", "avg", "min", "max", "share")
+COLUMNS = ("kernel", "share", "avg", "count", "min", "max")
 
 
 class KernelsPane(Vertical):
     DEFAULT_CSS = """
     KernelsPane { height: auto; border: round $primary; padding: 0 1; }
     KernelsPane DataTable { height: auto; max-height: 10; }
+    KernelsPane #kernels-summary { height: auto; }
     KernelsPane #kernels-hint { height: auto; color: $text-muted; }
     """
 
     def compose(self) -> ComposeResult:
+        yield Static(id="kernels-summary")
         yield KeyedTable(COLUMNS, id="kernels-table")
         yield Static("no profile yet: press p to profile the running module", id="kernels-hint")
 
     def on_mount(self) -> None:
         self.border_title = "Kernels"
 
-    def show_kernels(self, kernels: list[dict[str, Any]]) -> None:
-        rows = {
-            k["name"]: (
-                k["name"],
-                str(k["count"]),
-                f"{k['avg_us']:.1f} µs",
-                f"{k['min_us']:.1f} µs",
-                f"{k['max_us']:.1f} µs",
-                f"{k['share'] * 100:.1f}%",
-            )
-            for k in sorted(kernels, key=lambda k: -k["total_us"])
-        }
-        self.query_one("#kernels-table", KeyedTable).sync(rows)
-        self.query_one("#kernels-hint", Static).display = not rows
-
     def show(self, snapshot: RunSnapshot) -> None:
-        """Kernel rows arrive with profiles, not with every snapshot."""
+        profile = snapshot.profile
+        summary = self.query_one("#kernels-summary", Static)
+        hint = self.query_one("#kernels-hint", Static)
+        if profile is None:
+            summary.display = False
+            hint.display = True
+            hint.update(
+                "profiling..." if snapshot.profiling else "no profile yet: press p to profile the running module"
+            )
+            return
+        hint.display = snapshot.profiling
+        hint.update("profiling...")
+        summary.display = True
+        wall = f" of {profile.call_wall_ms:.3f} ms synced" if profile.call_wall_ms is not None else ""
+        gap = f", gap {profile.gap_ms:.3f} ms" if profile.gap_ms is not None else ""
+        timing = profile.kernels[0].timing if profile.kernels else ""
+        summary.update(
+            f"{profile.source}, {timing}, {profile.calls} calls\n"
+            f"kernels {profile.call_kernel_ms:.3f} ms per call{wall}{gap}"
+        )
+        prefix = f"{snapshot.function}_" if snapshot.function else ""
+        rows = {k.name: kernel_cells(k, prefix) for k in profile.kernels}
+        self.query_one("#kernels-table", KeyedTable).sync(rows)
+
+
+def kernel_cells(kernel: KernelTiming, prefix: str = "") -> tuple[str, ...]:
+    # The function name prefixes every dispatch name; the header already says it.
+    return (
+        kernel.name.removeprefix(prefix),
+        f"{kernel.share * 100:.1f}%",
+        us(kernel.avg_us),
+        str(kernel.count),
+        us(kernel.min_us),
+        us(kernel.max_us),
+    )
+
+
+def us(value: float) -> str:
+    return f"{value:.1f} µs" if value < 10_000 else f"{value / 1e3:.2f} ms"

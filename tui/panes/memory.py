@@ -56,6 +56,10 @@ class MemoryPane(Vertical):
                     f"{device.device_id}: device {human_bytes(device.device_used_bytes)} / "
                     f"{human_bytes(device.device_total_bytes)} ({device.source})"
                 )
+        if snapshot.profile is not None and snapshot.profile.pools:
+            reserved = sum(p.reserved_bytes for p in snapshot.profile.pools)
+            committed = sum(p.committed_bytes for p in snapshot.profile.pools)
+            lines.append(f"HAL pools (profile): reserved {human_bytes(reserved)}, committed {human_bytes(committed)}")
         lines.append(f"host RSS {human_bytes(sample.host_rss_bytes)} of {human_bytes(sample.host_total_bytes)}")
         self.query_one("#memory-table", KeyedTable).sync(rows)
         self.query_one("#memory-device", Static).update("\n".join(lines))
