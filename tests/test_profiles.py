@@ -86,7 +86,7 @@ def test_truncated_profile_is_a_clear_error(tmp_path: Path) -> None:
     whole = Path(report["profile"]["profile_path"]).read_bytes()
     cut = tmp_path / "cut.ireeprof"
     cut.write_bytes(whole[: len(whole) // 3])
-    with pytest.raises(ProfileError, match="cut.ireeprof"):
+    with pytest.raises(ProfileError, match=r"cut\.ireeprof"):
         read_profile(cut)
     proc = run_gputop("profile-info", str(cut))
     assert_one_line_error(proc, 5, "cut.ireeprof")
