@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -65,8 +66,22 @@ DEMOS: dict[str, Demo] = {
 }
 
 
+# OpenCL demos are run specs shipped beside the MLIR demos.
+OPENCL_DEMOS = {"opencl-chain": "opencl_chain.toml"}
+
+
 def is_demo(target: str) -> bool:
     return target.startswith(DEMO_PREFIX)
+
+
+def is_opencl_target(target: str) -> bool:
+    return target.endswith(".toml") or (is_demo(target) and target[len(DEMO_PREFIX) :] in OPENCL_DEMOS)
+
+
+def opencl_demo_spec(target: str) -> Path:
+    """Path of a built-in OpenCL demo's run spec (the package is installed as files)."""
+    name = target[len(DEMO_PREFIX) :]
+    return Path(str(resources.files("gputop.core").joinpath(f"demos/{OPENCL_DEMOS[name]}")))
 
 
 def demo_for(target: str) -> Demo:
@@ -74,5 +89,6 @@ def demo_for(target: str) -> Demo:
 
     name = target[len(DEMO_PREFIX) :]
     if name not in DEMOS:
-        raise UsageError(f"unknown demo {target!r}: choose from {', '.join(d.target for d in DEMOS.values())}")
+        known = [d.target for d in DEMOS.values()] + [DEMO_PREFIX + n for n in OPENCL_DEMOS]
+        raise UsageError(f"unknown demo {target!r}: choose from {', '.join(known)}")
     return DEMOS[name]

@@ -280,6 +280,22 @@ def resolve_device(spec: str | None) -> DeviceInfo:
     raise DeviceUnavailableError(f"{wanted} does not exist (available {backend} devices: {present})")
 
 
+def resolve_opencl_device(spec: str | None) -> DeviceInfo:
+    """An OpenCL device for a run spec: `opencl:N`, or the first (GPUs before CPUs)."""
+    rows = opencl_devices()
+    if len(rows) == 1 and not rows[0].available:
+        raise DeviceUnavailableError(f"no OpenCL device: {rows[0].reason}")
+    if spec is None or spec.strip().lower() in ("", "auto", "best", "opencl"):
+        return min(rows, key=lambda r: 0 if r.kind == "gpu" else 1)
+    wanted = spec.strip().lower()
+    for row in rows:
+        if row.id == wanted:
+            return row
+    if not wanted.startswith("opencl"):
+        raise UsageError(f"OpenCL run specs run on opencl:N devices, not {spec!r}")
+    raise DeviceUnavailableError(f"{wanted} does not exist (OpenCL devices: {', '.join(r.id for r in rows)})")
+
+
 def _missing(backend: str, reason: str) -> DeviceInfo:
     return DeviceInfo(
         id=backend if backend in ("local-task", "local-sync") else f"{backend}:0",

@@ -236,4 +236,5 @@ class RunSnapshot:
     session_dir: str | None = None
     profile: ProfileSummary | None = None
     profiling: bool = False  # a profile pass is under way
+    enqueue: CallStats | None = None  # OpenCL: time for the enqueues to return, beside the synced time
     timestamp: float = field(default_factory=now)

@@ -103,6 +103,9 @@ def snapshot_from_json(data: dict[str, Any]) -> RunSnapshot:
             session_dir=data.get("session_dir"),
             profile=profile_from_json(data.get("profile")),
             profiling=bool(data.get("profiling", False)),
+            enqueue=CallStats(**{**data["enqueue"], "recent_ms": _tuple(data["enqueue"].get("recent_ms"))})
+            if data.get("enqueue")
+            else None,
             timestamp=data["timestamp"],
         )
     except (KeyError, TypeError) as exc:

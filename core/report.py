@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any
 
-from gputop.core.records import ProfileSummary, to_json
+from gputop.core.records import CallStats, ProfileSummary, to_json
 from gputop.core.session import Session, summarize
 
 
@@ -33,12 +33,17 @@ def _profile_json(profile: ProfileSummary | None, steady_p50_ms: float | None) -
     return data
 
 
+def _calls_json(stats: CallStats) -> dict[str, Any]:
+    data = to_json(stats)
+    data.pop("recent_ms", None)
+    return data
+
+
 def build_report(session: Session) -> dict[str, Any]:
     snap = session.snapshot
     outcome = session.outcome
     compiled = outcome.compiled
-    calls = to_json(snap.calls)
-    calls.pop("recent_ms", None)
+    calls = _calls_json(snap.calls)
     memory_devices = []
     if snap.memory is not None:
         peaks = session.peak_live_bytes
@@ -74,6 +79,8 @@ def build_report(session: Session) -> dict[str, Any]:
         "profile": _profile_json(snap.profile, snap.calls.p50_ms),
         "exports": [],
         "captures": [],
+        "enqueue": _calls_json(snap.enqueue) if snap.enqueue else None,
+        "stages": to_json(outcome.stages),
         "diagnostics": to_json(snap.diagnostics),
         "compile": {
             "vmfb": str(compiled.vmfb_path) if compiled else None,

@@ -27,10 +27,12 @@ from gputop.core import demos
 from gputop.core.check import DEFAULT_ATOL, DEFAULT_RTOL, compare_outputs, load_reference
 from gputop.core.compile import CompiledModule, compile_module
 from gputop.core.cupti_profile import record_kernels
-from gputop.core.devices import resolve_device
+from gputop.core.devices import resolve_device, resolve_opencl_device
 from gputop.core.errors import GputopError, Interrupted, RuntimeFailure, UsageError
 from gputop.core.inputs import DEFAULT_SEED, make_inputs
 from gputop.core.memory import MemorySampler
+from gputop.core.opencl_runner import OpenCLCall, OpenCLRun, StageTimings
+from gputop.core.opencl_spec import expected_output, load_spec
 from gputop.core.paths import new_session_dir
 from gputop.core.profiles import DispatchEvent, ProfileError, profile_with_ireeprof, summarize_events, write_trace
 from gputop.core.records import (
@@ -85,6 +87,7 @@ class _Outcome:
     outputs: list[np.ndarray] = field(default_factory=list)
     check: OutputCheck | None = None
     parameter_mode: str | None = None
+    stages: StageTimings | None = None
 
 
 class Session:
@@ -125,6 +128,9 @@ class Session:
         self._profile_calls = 0
         self._input_files: list[str] = []
         self._vmfb: Path | None = None
+        self._enqueue_timer = CallTimer()
+        self._opencl_calls: deque[tuple[OpenCLCall, float]] = deque(maxlen=200)
+        self._opencl_first: tuple[OpenCLCall, float] | None = None
         self._snapshot = self._build_snapshot()
         self.outcome = _Outcome()
 
@@ -203,9 +209,15 @@ class Session:
     def _run(self) -> None:
         from gputop.core.iree_runner import IreeModuleRun
 
-        runner: IreeModuleRun | None = None
+        runner: IreeModuleRun | OpenCLRun | None = None
         sampler: MemorySampler | None = None
         try:
+            if demos.is_opencl_target(self.config.target):
+                runner, sampler = self._start_opencl()
+                self._set_state("running")
+                self._call_loop(runner)
+                self._set_state("finished" if not self._stop.is_set() else "stopped")
+                return
             demo = demos.demo_for(self.config.target) if demos.is_demo(self.config.target) else None
             self._set_state("compiling")
             device = resolve_device(self.config.device)
@@ -368,6 +380,8 @@ class Session:
             started = time.perf_counter()
             runner.call()
             self._timer.add(time.perf_counter() - started)
+            if isinstance(runner, OpenCLRun) and runner.last_call is not None:
+                self._on_opencl_call(runner.last_call, time.perf_counter() - started)
             if remaining is not None:
                 remaining -= 1
             self._publish()
@@ -375,6 +389,9 @@ class Session:
     def _take_profile(self, runner: Any, calls: int) -> None:
         """One profile pass between calls; merged with earlier passes of this session."""
         device = self._devices[0]
+        if isinstance(runner, OpenCLRun):
+            self._event("info", "profile: OpenCL kernels are timed by device events on every call already")
+            return
         with self._lock:
             self._profiling = True
         self._event("info", f"profiling {calls} calls on {device.id}...")
@@ -421,6 +438,84 @@ class Session:
             with self._lock:
                 self._profiling = False
             self._publish(force=True)
+
+    def _start_opencl(self) -> tuple[OpenCLRun, MemorySampler]:
+        """Phases of an OpenCL run spec: read, context, build, buffers, first call."""
+        target = self.config.target
+        path = demos.opencl_demo_spec(target) if demos.is_demo(target) else Path(target)
+        self._set_state("loading")
+        started = time.perf_counter()
+        spec = load_spec(path)
+        self._phase(load_s=time.perf_counter() - started)
+        device = resolve_opencl_device(self.config.device)
+        with self._lock:
+            self._device, self._devices = device, [device]
+            self._function = " -> ".join(k.name for k in spec.kernels)
+            self._result_types = tuple(
+                f"{'x'.join(map(str, b.shape))}x{b.dtype}"
+                for b in spec.buffers
+                if spec.check and b.name == spec.check.output
+            )
+        self._event("info", f"device {device.id}: {device.name}")
+        runner = OpenCLRun(device, spec)
+        started = time.perf_counter()
+        runner.open()
+        self._phase(context_s=time.perf_counter() - started)
+        self._set_state("compiling")
+        started = time.perf_counter()
+        runner.build(self.session_dir / "opencl-build.log")
+        self._phase(compile_s=time.perf_counter() - started)
+        self._event("info", f"built {spec.source_name} for {device.id}")
+        self._set_state("loading")
+        started = time.perf_counter()
+        runner.create_buffers()
+        self._phase(parameters_s=time.perf_counter() - started)
+        sampler = MemorySampler([device], runner.pool_statistics, self._on_memory, self.config.sample_interval_s)
+        sampler.start()
+        started = time.perf_counter()
+        first = runner.call()
+        self._phase(first_call_s=time.perf_counter() - started)
+        self._on_opencl_call(first, time.perf_counter() - started, count=False)
+        if spec.check is not None:
+            output = runner.read_buffer(spec.check.output)
+            self.outcome.outputs = [output]
+            self.outcome.check = compare_outputs(
+                [output], [expected_output(spec, runner.initial)], rtol=spec.check.rtol, atol=spec.check.atol,
+                reference=f"check.expect {spec.check.expect!r}",
+            )  # fmt: skip
+            verdict = "match" if self.outcome.check.passed else "DO NOT match"
+            self._event("info" if self.outcome.check.passed else "error", f"outputs {verdict} {spec.check.expect!r}")
+        self.outcome.inputs = [runner.initial[b.name] for b in spec.buffers]
+        if demos.is_demo(target):
+            stages = runner.stage_timings()
+            self.outcome.stages = stages
+            self._event(
+                "info",
+                f"A alone {stages.a_synced_ms:.2f} ms, B alone {stages.b_synced_ms:.2f} ms, "
+                f"A then B {stages.a_then_b_synced_ms:.2f} ms (synced once); unsynced A 'takes' "
+                f"{stages.a_enqueue_only_ms:.3f} ms and B then 'takes' {stages.b_after_unsynced_a_ms:.2f} ms",
+            )
+        return runner, sampler
+
+    def _on_opencl_call(self, call: OpenCLCall, synced_s: float, count: bool = True) -> None:
+        with self._lock:
+            if not count:
+                # The first call (program warm-up) stands in until steady calls arrive.
+                self._opencl_first = (call, synced_s)
+                return
+            self._enqueue_timer.add(call.enqueue_s)
+            self._opencl_calls.append((call, synced_s))
+
+    def _opencl_profile(self) -> ProfileSummary | None:
+        """Kernel table over the recent OpenCL calls (events come with every call)."""
+        calls = list(self._opencl_calls) or ([self._opencl_first] if self._opencl_first else [])
+        if not calls:
+            return None
+        events = [e for call, _ in calls for e in call.events]
+        wall = statistics.fmean(s for _, s in calls) * 1e3
+        return summarize_events(
+            events, calls=len(calls), source="opencl", device_id=self._devices[0].id, call_wall_ms=wall
+        )
 
     def _timed_calls(self, runner: Any, calls: int) -> list[float]:
         walls = []
@@ -501,8 +596,9 @@ class Session:
             result_types=self._result_types,
             device_ids=tuple(d.id for d in self._devices),
             session_dir=str(self.session_dir),
-            profile=self._profile,
+            profile=self._opencl_profile() if self._opencl_first else self._profile,
             profiling=self._profiling,
+            enqueue=self._enqueue_timer.snapshot() if self._opencl_first else None,
         )
 
     def _publish(self, force: bool = False) -> None:

@@ -36,7 +36,8 @@ def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
         "target",
         nargs="?",
         default="demo:mlp",
-        help="a .mlir or .vmfb file, or a demo: demo:mlp (default), demo:conv, demo:pipeline",
+        help="a .mlir or .vmfb file, an OpenCL run spec (.toml), or a demo: demo:mlp (default), "
+        "demo:conv, demo:pipeline, demo:opencl-chain",
     )
     parser.add_argument(
         "--device", "-d", help="local-task (cpu), local-sync, vulkan[:N], cuda[:N], hip[:N]; default: best"
@@ -262,16 +263,17 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def _check_target(target: str) -> None:
-    from gputop.core.demos import demo_for, is_demo
+    from gputop.core.demos import demo_for, is_demo, is_opencl_target
 
     if is_demo(target):
-        demo_for(target)
+        if not is_opencl_target(target):
+            demo_for(target)
         return
     path = Path(target)
-    if path.suffix not in (".mlir", ".mlirbc", ".vmfb"):
+    if path.suffix not in (".mlir", ".mlirbc", ".vmfb", ".toml"):
         if not path.exists():
-            raise UsageError(f"{target}: no such file (targets are .mlir, .vmfb or demo:NAME)")
-        raise UsageError(f"{target}: expected a .mlir or .vmfb file or a demo:NAME")
+            raise UsageError(f"{target}: no such file (targets are .mlir, .vmfb, an OpenCL .toml spec or demo:NAME)")
+        raise UsageError(f"{target}: expected a .mlir or .vmfb file, an OpenCL .toml run spec or a demo:NAME")
     if not path.exists():
         raise UsageError(f"{target}: no such file")
 

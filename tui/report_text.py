@@ -87,6 +87,23 @@ def run_report(report: dict[str, Any]) -> str:
             f"calls     {calls['count']} synced  min {_ms(calls['min_ms'])}  p50 {_ms(calls['p50_ms'])}"
             f"  p95 {_ms(calls['p95_ms'])}  max {_ms(calls['max_ms'])}" + (f"  ({rate:.1f} calls/s)" if rate else "")
         )
+    enqueue = report.get("enqueue")
+    if enqueue and enqueue.get("count"):
+        lines.append(
+            f"enqueue   p50 {_ms(enqueue['p50_ms'])} for the enqueues to return, vs p50 {_ms(calls.get('p50_ms'))} "
+            "synced: the difference is work still queued when enqueue returns"
+        )
+    stages = report.get("stages")
+    if stages:
+        lines.append(
+            f"stages    A alone {stages['a_synced_ms']:.2f} ms, B alone {stages['b_synced_ms']:.2f} ms, "
+            f"A then B {stages['a_then_b_synced_ms']:.2f} ms (one sync at the end)"
+        )
+        lines.append(
+            f"          unsynced: A 'takes' {stages['a_enqueue_only_ms']:.3f} ms, then B 'takes' "
+            f"{stages['b_after_unsynced_a_ms']:.2f} ms (A's work lands on B, the stage that syncs); "
+            f"device: A {stages['a_kernel_ms']:.2f} ms, B {stages['b_kernel_ms']:.2f} ms"
+        )
     memory = report.get("memory") or {}
     for row in memory.get("devices", []):
         pools = ", ".join(

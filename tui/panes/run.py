@@ -67,8 +67,12 @@ class RunPane(Vertical):
         self.query_one("#run-phases", Static).update(table)
         calls = snapshot.calls
         rate = f"{calls.calls_per_s:.1f}/s" if calls.calls_per_s else "-"
-        self.query_one("#run-calls", Static).update(
+        text = (
             f"calls {calls.count}  {rate}  synced wall time per call:\n"
             f"p50 {ms(calls.p50_ms)}  p95 {ms(calls.p95_ms)}  max {ms(calls.max_ms)}"
         )
+        if snapshot.enqueue is not None and snapshot.enqueue.count:
+            # OpenCL: what a naive host timer would have shown.
+            text += f"\nenqueue returns after p50 {ms(snapshot.enqueue.p50_ms)} (not synced)"
+        self.query_one("#run-calls", Static).update(text)
         self.query_one("#run-sparkline", Sparkline).data = list(calls.recent_ms)

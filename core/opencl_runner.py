@@ -1,0 +1,264 @@
+"""OpenCL runs through pyopencl: build, buffers, kernels in order, device-timed events.
+
+OpenCL enqueues return before the work runs, which is exactly what makes
+naive timing wrong. Each call here records both the time for the enqueues to
+return and the synced wall time after `queue.finish()`, and every kernel's
+start and end from profiling events (device nanoseconds). The same run
+reports how queued work lands on whichever stage synchronises first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gputop.core.devices import first_line
+from gputop.core.errors import CompileError, DeviceUnavailableError, RuntimeFailure, UsageError
+from gputop.core.opencl_spec import RunSpec, ScalarArg
+from gputop.core.profiles import DispatchEvent
+from gputop.core.records import DeviceInfo, PoolStats
+
+# Clang (PoCL) prints "error: FILE:L:C: msg"; NVIDIA and others "FILE:L:C: error: msg".
+_BUILD_ERROR = re.compile(
+    r"^(?:error: )?(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?:(?:fatal )?error: )?(?P<msg>.*)$"
+)
+
+
+@dataclass(frozen=True)
+class OpenCLCall:
+    enqueue_s: float
+    events: tuple[DispatchEvent, ...]
+
+
+@dataclass(frozen=True)
+class StageTimings:
+    """The chain timed three ways, plus the naive reading that misleads."""
+
+    a_synced_ms: float
+    b_synced_ms: float
+    a_then_b_synced_ms: float
+    a_enqueue_only_ms: float  # "A took this long" if you forget to sync
+    b_after_unsynced_a_ms: float  # ...and then B seems to take A's time too
+    a_kernel_ms: float
+    b_kernel_ms: float
+
+
+def build_error_line(log: str, source_name: str) -> str | None:
+    """The first compiler error in an OpenCL build log, as `file.cl:LINE:COL: message`."""
+    for raw in log.splitlines():
+        match = _BUILD_ERROR.match(raw.strip())
+        if match:
+            return f"{source_name}:{match.group('line')}:{match.group('col')}: {match.group('msg')}"
+    for raw in log.splitlines():
+        if "error" in raw.lower():
+            return raw.strip()
+    return None
+
+
+class OpenCLRun:
+    def __init__(self, device: DeviceInfo, spec: RunSpec) -> None:
+        import pyopencl as cl
+
+        self._cl = cl
+        self.device_info = device
+        self.spec = spec
+        self.device: Any = None
+        self.context: Any = None
+        self.queue: Any = None
+        self.program: Any = None
+        self.kernels: list[Any] = []
+        self.buffers: dict[str, Any] = {}
+        self.initial: dict[str, np.ndarray] = {}
+        self.allocated_bytes = 0
+        self.peak_bytes = 0
+        self.last_call: OpenCLCall | None = None
+        self.build_log: str = ""
+
+    def open(self) -> None:
+        cl = self._cl
+        index = int(self.device_info.id.split(":")[1])
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+        if index >= len(devices):
+            raise DeviceUnavailableError(f"{self.device_info.id} does not exist")
+        self.device = devices[index]
+        try:
+            self.context = cl.Context([self.device])
+            self.queue = cl.CommandQueue(self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        except Exception as exc:
+            raise DeviceUnavailableError(f"{self.device_info.id}: cannot open: {first_line(str(exc))}") from None
+
+    def build(self, log_path: Any) -> None:
+        cl = self._cl
+        program = cl.Program(self.context, self.spec.source)
+        try:
+            program.build(options=list(self.spec.build_options))
+        except Exception as exc:
+            try:
+                self.build_log = program.get_build_info(self.device, cl.program_build_info.LOG)
+            except Exception:
+                self.build_log = str(exc)
+            log_path.write_text(self.build_log or str(exc), encoding="utf-8")
+            line = build_error_line(self.build_log or str(exc), self.spec.source_name) or first_line(str(exc))
+            raise CompileError(f"OpenCL build failed: {line}", log_path=str(log_path)) from None
+        self.program = program
+        known = {k.function_name for k in program.all_kernels()}
+        for spec in self.spec.kernels:
+            if spec.name not in known:
+                has = ", ".join(sorted(known))
+                raise UsageError(
+                    f"{self.spec.path.name}: no kernel {spec.name!r} in {self.spec.source_name} (it has: {has})"
+                )
+            kernel = getattr(program, spec.name)
+            expected = kernel.get_info(cl.kernel_info.NUM_ARGS)
+            if expected != len(spec.args):
+                given = len(spec.args)
+                raise UsageError(
+                    f"{self.spec.path.name}: kernel {spec.name} takes {expected} arguments, the spec gives {given}"
+                )
+            self.kernels.append(kernel)
+
+    def create_buffers(self) -> None:
+        cl = self._cl
+        limit = int(self.device.max_mem_alloc_size)
+        for buffer in self.spec.buffers:
+            if buffer.nbytes > limit:
+                device = self.device_info.id
+                raise UsageError(
+                    f"buffer {buffer.name} needs {buffer.nbytes} bytes; {device} allows at most {limit} per buffer"
+                )
+        total = sum(b.nbytes for b in self.spec.buffers)
+        if total > int(self.device.global_mem_size):
+            raise UsageError(f"the buffers need {total} bytes; {self.device_info.id} has {self.device.global_mem_size}")
+        for buffer in self.spec.buffers:
+            host = np.ascontiguousarray(buffer.initial(self.spec.base))
+            self.initial[buffer.name] = host
+            try:
+                self.buffers[buffer.name] = cl.Buffer(
+                    self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=host
+                )
+            except Exception as exc:
+                raise RuntimeFailure(f"buffer {buffer.name}: {first_line(str(exc))}") from None
+            self.allocated_bytes += buffer.nbytes
+        self.peak_bytes = max(self.peak_bytes, self.allocated_bytes)
+        for kernel, spec in zip(self.kernels, self.spec.kernels, strict=True):
+            values = [a.as_numpy() if isinstance(a, ScalarArg) else self.buffers[a] for a in spec.args]
+            try:
+                kernel.set_args(*values)
+            except Exception as exc:
+                raise UsageError(f"kernel {spec.name}: bad arguments: {first_line(str(exc))}") from None
+
+    def enqueue(self, indices: list[int] | None = None) -> list[Any]:
+        cl = self._cl
+        events = []
+        for index in indices if indices is not None else range(len(self.kernels)):
+            spec = self.spec.kernels[index]
+            try:
+                events.append(
+                    cl.enqueue_nd_range_kernel(self.queue, self.kernels[index], spec.global_size, spec.local_size)
+                )
+            except Exception as exc:
+                raise RuntimeFailure(f"kernel {spec.name}: enqueue failed: {first_line(str(exc))}") from None
+        return events
+
+    def call(self) -> OpenCLCall:
+        """Enqueue every kernel in order, then wait: enqueue time and device events."""
+        started = time.perf_counter()
+        events = self.enqueue()
+        enqueued = time.perf_counter() - started
+        try:
+            self.queue.finish()
+        except Exception as exc:
+            raise RuntimeFailure(f"the queue failed: {first_line(str(exc))}") from None
+        self.last_call = OpenCLCall(enqueued, tuple(self._dispatch_events(events)))
+        return self.last_call
+
+    def _dispatch_events(self, events: list[Any]) -> list[DispatchEvent]:
+        rows = []
+        for spec, event in zip(self.spec.kernels, events, strict=False):
+            start, end = event.profile.start, event.profile.end
+            rows.append(
+                DispatchEvent(
+                    name=spec.name,
+                    start_ns=float(start),
+                    duration_ns=float(end - start),
+                    submission_id=0,
+                    device_ordinal=0,
+                    queue_ordinal=0,
+                    workgroup_count=spec.global_size,
+                    workgroup_size=spec.local_size,
+                    timing="device timestamps (OpenCL events)",
+                )
+            )
+        return rows
+
+    def read_buffer(self, name: str) -> np.ndarray:
+        host = np.empty_like(self.initial[name])
+        self._cl.enqueue_copy(self.queue, host, self.buffers[name]).wait()
+        return host
+
+    def reset_buffers(self) -> None:
+        for name, host in self.initial.items():
+            self._cl.enqueue_copy(self.queue, self.buffers[name], host).wait()
+
+    def stage_timings(self) -> StageTimings:
+        """Two stages on one queue, timed three ways (and the naive way)."""
+        if len(self.kernels) < 2:
+            raise UsageError("stage timings need two kernels")
+
+        def synced(indices: list[int]) -> tuple[float, list[Any]]:
+            started = time.perf_counter()
+            events = self.enqueue(indices)
+            self.queue.finish()
+            return (time.perf_counter() - started) * 1e3, events
+
+        self.queue.finish()
+        a_ms, a_events = synced([0])
+        b_ms, b_events = synced([1])
+        ab_ms, _ = synced([0, 1])
+        started = time.perf_counter()
+        self.enqueue([0])
+        a_naive = (time.perf_counter() - started) * 1e3
+        b_naive, _ = synced([1])
+        return StageTimings(
+            a_synced_ms=a_ms,
+            b_synced_ms=b_ms,
+            a_then_b_synced_ms=ab_ms,
+            a_enqueue_only_ms=a_naive,
+            b_after_unsynced_a_ms=b_naive,
+            a_kernel_ms=(a_events[0].profile.end - a_events[0].profile.start) / 1e6,
+            b_kernel_ms=(b_events[0].profile.end - b_events[0].profile.start) / 1e6,
+        )
+
+    def pool_statistics(self) -> list[tuple[str, tuple[PoolStats, ...]]]:
+        pool = PoolStats(
+            device_id=self.device_info.id,
+            memory_type="buffers",
+            peak_bytes=self.peak_bytes,
+            allocated_bytes=self.allocated_bytes,
+            freed_bytes=0,
+            live_bytes=self.allocated_bytes,
+        )
+        return [(self.device_info.id, (pool,))]
+
+    def free_memory_bytes(self) -> int | None:
+        """Free device memory where the driver says (AMD's extension); else None."""
+        try:
+            free_kib = self.device.get_info(self._cl.device_info.GLOBAL_FREE_MEMORY_AMD)
+            return int(free_kib[0] if isinstance(free_kib, list) else free_kib) * 1024
+        except Exception:
+            return None
+
+    def close(self) -> None:
+        for buffer in self.buffers.values():
+            with contextlib.suppress(Exception):  # the context is going away anyway
+                buffer.release()
+        self.buffers = {}
+        self.kernels = []
+        self.program = None
+        self.queue = None
+        self.context = None
