@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,10 @@ class OpenCLRun:
         cl = self._cl
         program = cl.Program(self.context, self.spec.source)
         try:
-            program.build(options=list(self.spec.build_options))
+            with warnings.catch_warnings():
+                # pyopencl warns on any compiler output; a clean build's notes go to the log instead.
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                program.build(options=list(self.spec.build_options))
         except Exception as exc:
             try:
                 self.build_log = program.get_build_info(self.device, cl.program_build_info.LOG)
@@ -106,6 +110,10 @@ class OpenCLRun:
             line = build_error_line(self.build_log or str(exc), self.spec.source_name) or first_line(str(exc))
             raise CompileError(f"OpenCL build failed: {line}", log_path=str(log_path)) from None
         self.program = program
+        with contextlib.suppress(Exception):
+            self.build_log = program.get_build_info(self.device, cl.program_build_info.LOG)
+            if self.build_log.strip():
+                log_path.write_text(self.build_log, encoding="utf-8")
         known = {k.function_name for k in program.all_kernels()}
         for spec in self.spec.kernels:
             if spec.name not in known:
