@@ -17,17 +17,22 @@ from pathlib import Path
 
 import numpy as np
 
+from gputop.core.affinity import affinity_flags, analyse
 from gputop.core.compile import compile_module
 from gputop.core.demos import DEMOS
 from gputop.core.inputs import make_inputs
+from gputop.core.records import to_json
 from gputop.core.signature import parse_declaration
-from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS
+from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
+from gputop.tui.report_text import affinity_table
 
 TARGETS = {"cuda": CUDA_FLAGS, "vulkan": VULKAN_NVIDIA_FLAGS}
 DECLARATIONS = {
     "mlp": "sync func @mlp(%a: tensor<256x1024xf32>, %b: tensor<1024x1024xf32>, "
     "%c: tensor<1024x512xf32>, %d: tensor<512x256xf32>) -> ()",
     "conv": "sync func @conv(%a: tensor<1x64x128x128xf32>, %b: tensor<256x64x3x3xf32>) -> ()",
+    "pipeline": "sync func @pipeline(%a: tensor<256x512xf32>, %b: tensor<512x512xf32>, %c: tensor<512x256xf32>) -> ()",
+    "hidden-transfer": "sync func @hidden_transfer(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>) -> ()",
 }
 
 
@@ -46,6 +51,19 @@ def main() -> None:
             np.save(args.out / f"{name}_in{index}.npy", array)
         np.save(args.out / f"{name}_expected0.npy", demo.reference(inputs)[0])
         targets = dict(TARGETS)
+        if demo.devices > 1:
+            # Two named devices of each GPU backend; the affinity table is analysed here too.
+            targets = {}
+            for backend, flags in TARGETS.items():
+                specs = [f"{backend}:{i}" for i in range(demo.devices)]
+                multi = affinity_flags(specs, [flags] * demo.devices)
+                targets[f"{backend}{demo.devices}"] = multi
+                records, transfers = analyse(
+                    Path(f"{demo.name}.mlir"), multi, args.out / "affinity", source_bytes=demo.source()
+                )
+                names = dict(zip(device_names(demo.devices), specs, strict=True))
+                table = affinity_table(to_json(records), to_json(transfers), names)
+                (args.out / f"{name}_{backend}{demo.devices}_affinity.txt").write_text(table + "\n")
         if args.local:
             # The GPU host's CPU differs from this one: no -march=host there.
             targets["local"] = (*LOCAL_FLAGS[:2], "--iree-llvmcpu-target-cpu=x86-64-v3")

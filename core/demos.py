@@ -30,7 +30,7 @@ class Demo:
 
     @property
     def target(self) -> str:
-        return DEMO_PREFIX + self.name
+        return DEMO_PREFIX + self.name.replace("_", "-")
 
     def source(self) -> bytes:
         return resources.files("gputop.core").joinpath(f"demos/{self.name}.mlir").read_bytes()
@@ -59,10 +59,22 @@ def _pipeline(args: list[np.ndarray]) -> list[np.ndarray]:
     return [((x @ w1) @ w2).astype(np.float32)]
 
 
+def _hidden_transfer(args: list[np.ndarray]) -> list[np.ndarray]:
+    x, w = (a.astype(np.float64) for a in args)
+    return [(x @ w).astype(np.float32)]
+
+
 DEMOS: dict[str, Demo] = {
     "mlp": Demo("mlp", "mlp", "three-dispatch MLP, 256x1024 f32 through layers of 1024, 512 and 256", _mlp),
     "conv": Demo("conv", "conv", "the seed conv, 1x64x128x128 * 256x64x3x3 f32", _conv),
     "pipeline": Demo("pipeline", "pipeline", "two matmuls on two devices (pipeline parallel)", _pipeline, devices=2),
+    "hidden-transfer": Demo(
+        "hidden_transfer",
+        "hidden_transfer",
+        "a result declared on device_a but produced on device_b",
+        _hidden_transfer,
+        devices=2,
+    ),
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import platform
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 import psutil
 
@@ -135,6 +136,7 @@ def iree_devices(backend: str) -> list[DeviceInfo]:
                 kind="software-gpu" if software else "gpu",
                 uuid=uuid,
                 driver_info=str(details.get("driver_info")) if details.get("driver_info") else None,
+                uri=f"{backend}://{entry['path']}" if entry.get("path") else None,
             )
         )
     return rows
@@ -257,6 +259,7 @@ def resolve_device(spec: str | None) -> DeviceInfo:
     if match is None:
         raise UsageError(f"bad device {spec!r}: use local-task, cpu, vulkan, vulkan:N, cuda:N, hip:N or opencl:N")
     backend, index = match.group("backend"), match.group("index")
+    backend = ALIASES.get(backend, backend)
     if backend == "opencl":
         raise UsageError(f"{spec}: OpenCL devices run OpenCL run specs, not IREE modules")
     if backend in ("nvml", "host"):
@@ -267,9 +270,8 @@ def resolve_device(spec: str | None) -> DeviceInfo:
         )
     rows = iree_devices(backend)
     if backend in ("local-task", "local-sync"):
-        if index not in (None, "0"):
-            raise DeviceUnavailableError(f"{spec}: {backend} has one device, {backend}")
-        return rows[0]
+        # Each local device is a fresh set of worker threads: local-task:1 is a second one.
+        return rows[0] if index is None else replace(rows[0], id=f"{backend}:{index}")
     wanted = f"{backend}:{index or 0}"
     if len(rows) == 1 and not rows[0].available:
         raise DeviceUnavailableError(f"{wanted} is unavailable: {rows[0].reason}")

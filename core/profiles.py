@@ -70,9 +70,9 @@ def device_uri(device: DeviceInfo) -> str:
     """The `--device=` value the shipped tools accept for `device`."""
     if device.backend.startswith("local"):
         return device.backend
+    if device.uri:
+        return device.uri  # vulkan://N is refused; device paths work everywhere
     index = device.id.split(":")[1].split("#")[0] if ":" in device.id else "0"
-    if device.backend == "vulkan" and device.uuid and index != "0":
-        return f"vulkan://{device.uuid}"  # vulkan://N is refused; paths work
     return device.backend if index == "0" else f"{device.backend}://{index}"
 
 

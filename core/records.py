@@ -44,6 +44,7 @@ class DeviceInfo:
     kind: str = "gpu"  # gpu, cpu, software-gpu (lavapipe), monitor, host
     uuid: str | None = None
     driver_info: str | None = None
+    uri: str | None = None  # what IREE's tools take as --device= (paths, since vulkan://N is refused)
     timestamp: float = field(default_factory=now)
 
     @property
@@ -216,6 +217,30 @@ class ProfileSummary:
 
 
 @dataclass(frozen=True)
+class ExportAffinity:
+    """Where one argument or result of an exported function lives."""
+
+    function: str
+    kind: str  # argument | result
+    index: int
+    declared: str | None  # the source's iree.abi.affinity device, None if undeclared
+    export_affinity: str | None  # the device the value is imported on / exported from
+    producer_affinity: str | None  # results: the device whose work wrote it; arguments: where it is consumed
+    transfer_bytes: int  # bytes moved between devices for this value
+    flag: str | None  # hidden_transfer | undeclared | transfer | None
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    function: str
+    source: str
+    target: str
+    bytes: int
+    op: str
+
+
+@dataclass(frozen=True)
 class RunSnapshot:
     """The whole state of one run at one moment, as the TUI and reports see it."""
 
@@ -237,4 +262,7 @@ class RunSnapshot:
     profile: ProfileSummary | None = None
     profiling: bool = False  # a profile pass is under way
     enqueue: CallStats | None = None  # OpenCL: time for the enqueues to return, beside the synced time
+    exports: tuple[ExportAffinity, ...] = ()  # multi-device runs: affinity of every argument and result
+    transfers: tuple[Transfer, ...] = ()
+    device_names: tuple[tuple[str, str], ...] = ()  # (compiler device name, gputop device id)
     timestamp: float = field(default_factory=now)

@@ -19,6 +19,7 @@ from gputop.core.records import (
     DeviceMemory,
     Diagnostic,
     Event,
+    ExportAffinity,
     KernelTiming,
     MemorySample,
     Phases,
@@ -26,6 +27,7 @@ from gputop.core.records import (
     PoolUsage,
     ProfileSummary,
     RunSnapshot,
+    Transfer,
     to_json,
 )
 
@@ -102,6 +104,9 @@ def snapshot_from_json(data: dict[str, Any]) -> RunSnapshot:
             device_ids=_tuple(data.get("device_ids")),
             session_dir=data.get("session_dir"),
             profile=profile_from_json(data.get("profile")),
+            exports=tuple(ExportAffinity(**r) for r in data.get("exports", ())),
+            transfers=tuple(Transfer(**t) for t in data.get("transfers", ())),
+            device_names=tuple((str(a), str(b)) for a, b in data.get("device_names", ())),
             profiling=bool(data.get("profiling", False)),
             enqueue=CallStats(**{**data["enqueue"], "recent_ms": _tuple(data["enqueue"].get("recent_ms"))})
             if data.get("enqueue")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from gputop.core import demos
+from gputop.core.affinity import affinity_flags, analyse
 from gputop.core.check import DEFAULT_ATOL, DEFAULT_RTOL, compare_outputs, load_reference
 from gputop.core.compile import CompiledModule, compile_module
 from gputop.core.cupti_profile import record_kernels
@@ -40,15 +41,19 @@ from gputop.core.records import (
     DeviceInfo,
     Diagnostic,
     Event,
+    ExportAffinity,
     MemorySample,
     OutputCheck,
     Phases,
     ProfileSummary,
     RunSnapshot,
     TensorSummary,
+    Transfer,
 )
+from gputop.core.signature import signature_of
 from gputop.core.stats import CallTimer
-from gputop.core.targets import multi_device_flags
+from gputop.core.targets import device_names
+from gputop.core.tool_runner import BATCH, ToolModuleRun
 
 Subscriber = Callable[[RunSnapshot], None]
 PUBLISH_INTERVAL_S = 0.1  # at most 10 snapshots a second from calls and samples
@@ -78,6 +83,7 @@ class RunConfig:
     profile: bool = False  # one profile pass after the steady calls (gputop run --profile)
     profile_calls: int = 10  # calls in a pass asked for while running (the TUI's p)
     profile_every_s: float | None = None  # keep profiling periodically, merging passes
+    devices: tuple[str, ...] = ()  # --devices D1,D2: one named target device each (device_a, device_b, ...)
 
 
 @dataclass
@@ -128,6 +134,9 @@ class Session:
         self._profile_calls = 0
         self._input_files: list[str] = []
         self._vmfb: Path | None = None
+        self._exports: tuple[ExportAffinity, ...] = ()
+        self._transfers: tuple[Transfer, ...] = ()
+        self._device_names: tuple[tuple[str, str], ...] = ()
         self._enqueue_timer = CallTimer()
         self._opencl_calls: deque[tuple[OpenCLCall, float]] = deque(maxlen=200)
         self._opencl_first: tuple[OpenCLCall, float] | None = None
@@ -220,13 +229,23 @@ class Session:
                 return
             demo = demos.demo_for(self.config.target) if demos.is_demo(self.config.target) else None
             self._set_state("compiling")
-            device = resolve_device(self.config.device)
-            devices = _distinct([device] * (demo.devices if demo else 1))
+            if self.config.devices:
+                devices = _distinct([resolve_device(spec) for spec in self.config.devices])
+            else:
+                devices = _distinct([resolve_device(self.config.device)] * (demo.devices if demo else 1))
+            device = devices[0]
             with self._lock:
                 self._device, self._devices = device, devices
-            self._event("info", f"device {device.id}: {device.name}")
-            vmfb = self._compile(device, demo)
+                if len(devices) > 1:
+                    self._device_names = tuple(zip(device_names(len(devices)), (d.id for d in devices), strict=True))
+            for name, info in zip(device_names(len(devices)), devices, strict=True):
+                label = f"{name} = " if len(devices) > 1 else ""
+                self._event("info", f"device {label}{info.id}: {info.name}")
+            vmfb = self._compile(devices, demo)
             self._vmfb = vmfb
+            if len(devices) > 1 and not all(d.backend.startswith("local") for d in devices):
+                sampler = self._run_through_tool(devices, vmfb, demo)
+                return
 
             self._set_state("loading")
             started = time.perf_counter()
@@ -300,22 +319,19 @@ class Session:
             self._publish(force=True)
             self._done.set()
 
-    def _compile(self, device: DeviceInfo, demo: demos.Demo | None) -> Path:
+    def _compile(self, devices: list[DeviceInfo], demo: demos.Demo | None) -> Path:
         target = self.config.target
+        device = devices[0]
         if target.endswith(".vmfb"):
             self._phase(compile_s=0.0)
             self._event("info", f"{target}: precompiled module, no compile")
             return Path(target)
-        flags = self.config.target_flags or device.compile_target
-        if flags is None:
+        if any(d.compile_target is None for d in devices):
             raise UsageError(f"{device.id} has no IREE compile target")
-        if demo is not None and demo.devices > 1:
-            if not device.backend.startswith("local"):
-                raise UsageError(
-                    f"{demo.target} needs {demo.devices} devices; in one process that works on "
-                    "local-task (use --device local-task)"
-                )
-            flags = multi_device_flags(flags, demo.devices)
+        if len(devices) > 1:
+            flags = affinity_flags([d.id for d in devices], [d.compile_target or () for d in devices])
+        else:
+            flags = self.config.target_flags or device.compile_target or ()
         flags = tuple(flags) + self.config.extra_compile_flags
         if demo is not None:
             source_path, source_bytes = Path(f"{demo.name}.mlir"), demo.source()
@@ -340,6 +356,19 @@ class Session:
         self.outcome.compiled = compiled
         with self._lock:
             self._diagnostics = compiled.diagnostics
+        if len(devices) > 1:
+            records, transfers = analyse(
+                source_path, flags, self.session_dir / "affinity", source_bytes=source_bytes, cancel=self._stop
+            )
+            with self._lock:
+                self._exports, self._transfers = tuple(records), tuple(transfers)
+            for record in records:
+                if record.flag == "hidden_transfer":
+                    self._event(
+                        "warning",
+                        f"{record.function} result {record.index} is produced on {record.producer_affinity} but "
+                        f"exported on {record.export_affinity}: a hidden transfer of {record.transfer_bytes} bytes",
+                    )
         self._phase(compile_s=compiled.compile_s)
         how = "cache hit" if compiled.cache_hit else f"compiled in {compiled.compile_s:.2f} s"
         self._event("info", f"{how}: {compiled.vmfb_path}")
@@ -517,6 +546,68 @@ class Session:
             events, calls=len(calls), source="opencl", device_id=self._devices[0].id, call_wall_ms=wall
         )
 
+    def _run_through_tool(self, devices: list[DeviceInfo], vmfb: Path, demo: demos.Demo | None) -> MemorySampler:
+        """Multi-device GPU modules: calls through IREE's shipped tools (see tool_runner)."""
+        import iree.runtime as rt
+
+        self._event("info", "multi-device GPU module: calls run through iree-run-module/iree-benchmark-module")
+        self._set_state("loading")
+        started = time.perf_counter()
+        module = rt.VmModule.mmap(rt.VmInstance(), str(vmfb))
+        exported = [n for n in module.function_names if not n.startswith("__")]
+        name = self.config.function or (demo.function if demo else (exported[0] if exported else ""))
+        if name not in exported:
+            raise UsageError(f"no function {name!r} in the module (it exports: {', '.join(exported)})")
+        signature = signature_of(module.lookup_function(name))
+        self._phase(load_s=time.perf_counter() - started)
+        with self._lock:
+            self._function = name
+            self._result_types = tuple(str(t) for t in signature.outputs)
+        self.outcome.inputs = make_inputs(signature, list(self.config.inputs), self.config.seed)
+        runner = ToolModuleRun(devices, vmfb, name, self._save_inputs())
+        sampler = MemorySampler(devices, runner.pool_statistics, self._on_memory, self.config.sample_interval_s)
+        sampler.start()
+        try:
+            started = time.perf_counter()
+            outputs = runner.first_call(len(signature.outputs), cancel=self._stop)
+            self._phase(first_call_s=time.perf_counter() - started)
+            self.outcome.outputs = outputs
+            self.outcome.check = self._check(outputs, self.outcome.inputs, demo)
+            if self.outcome.check is not None:
+                verdict = "match" if self.outcome.check.passed else "DO NOT match"
+                self._event(
+                    "info" if self.outcome.check.passed else "error",
+                    f"outputs {verdict} the {self.outcome.check.reference}",
+                )
+            self._set_state("running")
+            remaining = self.config.iterations
+            while (remaining is None or remaining > 0) and not self._stop.is_set():
+                if not self._running.is_set():
+                    self._running.wait(0.1)
+                    continue
+                if self._profile_request.is_set():
+                    self._profile_request.clear()
+                    self._event(
+                        "warning",
+                        "profile: multi-device GPU runs go through the shipped tools; "
+                        "profile them with gputop on one device",
+                    )
+                batch = BATCH if remaining is None else min(BATCH, remaining)
+                for seconds in runner.call_batch(batch, cancel=self._stop):
+                    self._timer.add(seconds)
+                if remaining is not None:
+                    remaining -= batch
+                self._publish()
+            self._set_state("finished" if not self._stop.is_set() else "stopped")
+        except BaseException:
+            sampler.stop()
+            raise
+        finally:
+            started = time.perf_counter()
+            runner.close()
+            self._phase(teardown_s=time.perf_counter() - started)
+        return sampler
+
     def _timed_calls(self, runner: Any, calls: int) -> list[float]:
         walls = []
         for _ in range(calls):
@@ -599,6 +690,9 @@ class Session:
             profile=self._opencl_profile() if self._opencl_first else self._profile,
             profiling=self._profiling,
             enqueue=self._enqueue_timer.snapshot() if self._opencl_first else None,
+            exports=self._exports,
+            transfers=self._transfers,
+            device_names=self._device_names,
         )
 
     def _publish(self, force: bool = False) -> None:
@@ -623,9 +717,10 @@ def _label(target: str) -> str:
 
 def _distinct(devices: list[DeviceInfo]) -> list[DeviceInfo]:
     """Give repeated devices (two local-task devices) distinct ids for memory rows."""
-    if len(devices) < 2:
+    ids = [d.id for d in devices]
+    if len(set(ids)) == len(ids):
         return devices
-    return [replace(d, id=f"{d.id}#{i}") for i, d in enumerate(devices)]
+    return [replace(d, id=f"{d.id}#{i}") if ids.count(d.id) > 1 else d for i, d in enumerate(devices)]
 
 
 def summarize(arrays: list[np.ndarray]) -> list[TensorSummary]:

@@ -81,18 +81,3 @@ def compile_target_for(backend: str, *, vendor_id: int | None = None) -> tuple[s
 def device_names(count: int) -> list[str]:
     """The names gputop gives the target devices of a multi-device module, in order."""
     return [f"device_{chr(ord('a') + i)}" for i in range(count)]
-
-
-def multi_device_flags(flags: tuple[str, ...], count: int) -> tuple[str, ...]:
-    """Turn single-device flags into `count` named devices of the same target.
-
-    `--iree-hal-target-device=vulkan` becomes `--iree-hal-target-device=device_a=vulkan[0]`
-    and `...=device_b=vulkan[1]`, matching `#hal.device.promise<@device_a>` in sources.
-    """
-    prefix = "--iree-hal-target-device="
-    target = next((f[len(prefix) :] for f in flags if f.startswith(prefix)), None)
-    if target is None:
-        raise ValueError("flags name no --iree-hal-target-device")
-    rest = tuple(f for f in flags if not f.startswith(prefix))
-    named = tuple(f"{prefix}{name}={target}[{i}]" for i, name in enumerate(device_names(count)))
-    return named + rest

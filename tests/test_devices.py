@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import assert_one_line_error, run_gputop
 
+from conftest import assert_one_line_error, run_gputop
 from gputop.core.devices import best_device, list_devices, resolve_device
 from gputop.core.errors import DeviceUnavailableError, UsageError
 

@@ -52,3 +52,11 @@ def test_input_syntax(tmp_path: Path) -> None:
         parse_input("2x2xf32=1,2,3")
     with pytest.raises(UsageError, match="no such file"):
         parse_input("@/nonexistent.npy")
+
+
+def test_nan_outputs_fail_the_check_with_an_infinite_error() -> None:
+    from gputop.core.check import compare_outputs
+
+    got = np.array([1.0, np.nan], dtype=np.float32)
+    check = compare_outputs([got], [np.array([1.0, 2.0])], reference="test")
+    assert not check.passed and check.max_abs_err == float("inf")

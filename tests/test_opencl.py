@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from conftest import assert_one_line_error, run_gputop, run_json
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "opencl"

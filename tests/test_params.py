@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conftest import assert_one_line_error, run_gputop, run_json
 
 SCALE_MLIR = """

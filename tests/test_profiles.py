@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, run_gputop, run_json
 
+from conftest import assert_one_line_error, run_gputop, run_json
 from gputop.core.profiles import ProfileError, parse_ireeperf, read_profile, runtime_tool
 
 DISPATCHES = {

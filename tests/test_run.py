@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import run_json
 
+from conftest import run_json
 from gputop.core.demos import DEMOS
 from gputop.core.session import RunConfig, Session
 

@@ -28,7 +28,7 @@ from gputop.core.errors import (
     UsageError,
 )
 
-SUBCOMMANDS = ("run", "devices", "profile-info")
+SUBCOMMANDS = ("run", "devices", "profile-info", "affinity")
 
 
 def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
@@ -41,6 +41,11 @@ def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
     )
     parser.add_argument(
         "--device", "-d", help="local-task (cpu), local-sync, vulkan[:N], cuda[:N], hip[:N]; default: best"
+    )
+    parser.add_argument(
+        "--devices",
+        metavar="D1,D2",
+        help="multi-device run: one named target device each, device_a, device_b, ... in this order",
     )
     if not tui:
         parser.add_argument(
@@ -121,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after the steady calls, profile as many calls for per-dispatch device times",
     )
+    affinity = sub.add_parser(
+        "affinity", help="on which device every argument and result of a multi-device module lives"
+    )
+    affinity.add_argument("target", help="a .mlir file or demo:pipeline / demo:hidden-transfer")
+    affinity.add_argument("--devices", required=True, help="D1,D2[,...]: one named target device each (device_a, ...)")
+    affinity.add_argument("--json", metavar="PATH", help="write the records as JSON to PATH ('-' for stdout)")
     info = sub.add_parser("profile-info", help="print the kernel table of an .ireeprof profile bundle")
     info.add_argument("file", type=Path)
     info.add_argument("--json", metavar="PATH", help="write the table as JSON to PATH ('-' for stdout)")
@@ -168,6 +179,7 @@ def _config_from(args: argparse.Namespace, iterations: int | None) -> Any:
         profile=bool(getattr(args, "profile", False)),
         profile_calls=args.profile_calls,
         profile_every_s=getattr(args, "profile_every", None),
+        devices=_device_list(args.devices) if args.devices else (),
     )
 
 
@@ -184,6 +196,50 @@ def command_devices(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
     else:
         print(devices_table(rows))
+    return EXIT_OK
+
+
+def _device_list(text: str) -> tuple[str, ...]:
+    devices = tuple(part.strip() for part in text.split(",") if part.strip())
+    if len(devices) < 2:
+        raise UsageError("--devices takes two or more devices, e.g. local:0,local:1 or cuda:0,cuda:1")
+    return devices
+
+
+def command_affinity(args: argparse.Namespace) -> int:
+    from gputop.core.affinity import affinity_flags, analyse, target_flags_for_spec
+    from gputop.core.demos import demo_for, is_demo
+    from gputop.core.paths import new_session_dir
+    from gputop.core.records import to_json
+    from gputop.core.targets import device_names
+    from gputop.tui.report_text import affinity_table
+
+    devices = _device_list(args.devices)
+    flags = affinity_flags(list(devices), [target_flags_for_spec(d) for d in devices])
+    if is_demo(args.target):
+        demo = demo_for(args.target)
+        source_path, source_bytes = Path(f"{demo.name}.mlir"), demo.source()
+    else:
+        source_path, source_bytes = Path(args.target), None
+        if source_path.suffix != ".mlir":
+            raise UsageError(f"{args.target}: affinity analysis needs the .mlir source")
+    out_dir = new_session_dir(label="affinity")
+    records, transfers = analyse(source_path, flags, out_dir, source_bytes=source_bytes)
+    names = dict(zip(device_names(len(devices)), devices, strict=True))
+    data = {
+        "target": args.target,
+        "devices": names,
+        "flags": list(flags),
+        "exports": to_json(records),
+        "transfers": to_json(transfers),
+    }
+    if args.json:
+        _write_json(data, args.json)
+    if args.json != "-":
+        if records:
+            print(affinity_table(data["exports"], data["transfers"], names))
+        else:
+            print(f"{args.target}: no argument or result crosses a device boundary (nothing imported or exported)")
     return EXIT_OK
 
 
@@ -311,6 +367,8 @@ def run_cli(argv: list[str] | None = None) -> int:
                 return command_run(args)
             if args.command == "profile-info":
                 return command_profile_info(args)
+            if args.command == "affinity":
+                return command_affinity(args)
             return command_devices(args)
         if argv and argv[0] in ("-h", "--help"):
             build_parser().print_help()

@@ -154,7 +154,50 @@ def run_report(report: dict[str, Any]) -> str:
             )
         if profile.get("trace_path"):
             lines.append(f"trace     {profile['trace_path']} (open in Perfetto)")
+    if report.get("exports"):
+        lines.append("exports")
+        table = affinity_table(report["exports"], report.get("transfers", []), report.get("device_names") or {})
+        lines.extend("  " + line for line in table.splitlines())
     for diag in report.get("diagnostics", []):
         lines.append(f"{diag['severity']:9s} {diag.get('location') or ''} {diag['message']}".rstrip())
     lines.append(f"session   {report['session_dir']}")
+    return "\n".join(lines)
+
+
+FLAG_TEXT = {
+    "hidden_transfer": "HIDDEN TRANSFER: exported away from its producer",
+    "transfer": "moved to another device before use",
+    "undeclared": "undeclared affinity",
+}
+
+
+def affinity_table(exports: list[dict[str, Any]], transfers: list[dict[str, Any]], names: dict[str, str]) -> str:
+    """The affinity records as an aligned table, device names with their ids."""
+
+    def dev(name: str | None) -> str:
+        if not name:
+            return "-"
+        return f"{name} ({names[name]})" if name in names else name
+
+    header = ("FUNCTION", "KIND", "#", "DECLARED", "EXPORTED ON", "PRODUCED/USED ON", "BYTES MOVED", "FLAG")
+    rows = [header]
+    for r in exports:
+        rows.append(
+            (
+                r["function"],
+                r["kind"],
+                str(r["index"]),
+                dev(r["declared"]) if r["declared"] else "undeclared",
+                dev(r["export_affinity"]),
+                dev(r["producer_affinity"]),
+                str(r["transfer_bytes"]) if r["transfer_bytes"] else "-",
+                FLAG_TEXT.get(r["flag"] or "", ""),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    for t in transfers:
+        lines.append(
+            f"transfer  {t['function']}: {dev(t['source'])} -> {dev(t['target'])}, {t['bytes']} bytes ({t['op']})"
+        )
     return "\n".join(lines)

@@ -4,38 +4,51 @@ Multi-device modules can export a result on a device other than the one that
 produced it (a hidden transfer) or fall back to a default device. This pane
 has one row per result with its affinity and its producer's device, marked
 where they differ. A single-device run exports everything on its one device;
-multi-device runs show their results as not analysed until the affinity
-analysis fills them in.
+multi-device runs show the compiler's affinity analysis of every argument
+and result, with hidden transfers in red.
 """
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from gputop.tui.bridge import RunSnapshot
 from gputop.tui.panes.table import KeyedTable
+from gputop.tui.report_text import human_bytes
 
-COLUMNS = ("result", "type", "affinity", "producer", "note", "function")
+COLUMNS = ("value", "affinity", "producer", "note", "function")
+NOTES = {
+    "hidden_transfer": "! hidden transfer",
+    "transfer": "moved before use",
+    "undeclared": "undeclared",
+}
 
 
-def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str, ...]]:
+def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str | Text, ...]]:
     function = snapshot.function or "?"
     devices = snapshot.device_ids
-    rows: dict[str, tuple[str, ...]] = {}
-    for index, kind in enumerate(snapshot.result_types):
-        if len(devices) == 1:
-            rows[f"{function}/{index}"] = (str(index), kind, devices[0], devices[0], "single device", function)
-        else:
-            rows[f"{function}/{index}"] = (
-                str(index),
-                kind,
-                "?",
-                "?",
-                f"{len(devices)} devices: not analysed",
-                function,
+    names = dict(snapshot.device_names)
+    rows: dict[str, tuple[str | Text, ...]] = {}
+    if snapshot.exports:
+        for record in snapshot.exports:
+            note = NOTES.get(record.flag or "", "")
+            if record.transfer_bytes:
+                note += f" {human_bytes(record.transfer_bytes)}"
+            style = "bold red" if record.flag == "hidden_transfer" else ("yellow" if record.flag else "")
+            rows[f"{record.function}/{record.kind}/{record.index}"] = (
+                f"{'arg' if record.kind == 'argument' else 'result'} {record.index}",
+                names.get(record.export_affinity or "", record.export_affinity or "-"),
+                names.get(record.producer_affinity or "", record.producer_affinity or "-"),
+                Text(note.strip(), style=style),
+                record.function,
             )
+        return rows
+    if len(devices) == 1:
+        for index, kind in enumerate(snapshot.result_types):
+            rows[f"{function}/{index}"] = (f"result {index} {kind}", devices[0], devices[0], "single device", function)
     return rows
 
 

@@ -1,0 +1,115 @@
+"""Multi-device GPU modules run through IREE's shipped tools, not the Python bindings.
+
+IREE 3.13's Python bindings give each HAL device its own device group when
+the device is created, so a module spanning two GPUs fails in one process
+(Vulkan: "queue frontier already assigned"; CUDA: INVALID_ARGUMENT in
+`hal.device.queue.dealloca` for memory the devices should share). The shipped
+`iree-run-module` and `iree-benchmark-module` build one device group for all
+`--device=` flags and run such modules. This runner drives them: the first
+call through `iree-run-module` (outputs saved for the check), steady calls in
+batches through `iree-benchmark-module` (one synced call per repetition).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gputop.core.devices import first_line
+from gputop.core.errors import Interrupted, RuntimeFailure
+from gputop.core.profiles import device_uri, runtime_tool
+from gputop.core.records import DeviceInfo, PoolStats
+
+BATCH = 20
+TIMEOUT_S = 300.0  # a tool run that takes longer is hung (a deadlocked multi-device call): kill it
+
+
+class ToolModuleRun:
+    """Same phase methods as the in-process runner, calls in a child process."""
+
+    def __init__(self, devices: list[DeviceInfo], vmfb: Path, function: str, input_args: list[str]) -> None:
+        self.device_infos = devices
+        self.vmfb = vmfb
+        self.function = function
+        self.input_args = input_args
+        self._scratch = tempfile.TemporaryDirectory(prefix="gputop-tool-")
+
+    def _device_flags(self) -> list[str]:
+        return [f"--device={device_uri(d)}" for d in self.device_infos]
+
+    def _run(self, command: list[str], cancel: threading.Event | None) -> str:
+        tool = Path(command[0]).name
+        log = Path(self._scratch.name) / f"{tool}.log"
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            try:
+                output, _ = process.communicate(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                stopping = cancel is not None and cancel.is_set()
+                if stopping or time.monotonic() > deadline:
+                    process.kill()
+                    process.communicate()
+                    if stopping:
+                        raise Interrupted("stopped") from None
+                    raise RuntimeFailure(
+                        f"{tool} did not finish in {TIMEOUT_S:.0f} s (a hung multi-device call?)"
+                    ) from None
+        if process.returncode != 0:
+            log.write_text(output, encoding="utf-8")
+            # The status line ("...: INVALID_ARGUMENT; ...") says what failed; the rest is a VM backtrace.
+            lines = [line.strip() for line in output.splitlines() if line.strip()]
+            status = next((line for line in lines if re.search(r"\b[A-Z_]{6,};", line)), lines[-1] if lines else "")
+            raise RuntimeFailure(f"{tool} failed: {first_line(status)}", log_path=str(log))
+        return output
+
+    def first_call(self, outputs: int, cancel: threading.Event | None = None) -> list[np.ndarray]:
+        """One call with iree-run-module; its outputs come back as .npy files."""
+        files = [Path(self._scratch.name) / f"output{i}.npy" for i in range(outputs)]
+        command = [
+            runtime_tool("iree-run-module"),
+            f"--module={self.vmfb}",
+            *self._device_flags(),
+            f"--function={self.function}",
+            *[f"--input={arg}" for arg in self.input_args],
+            *[f"--output=@{path}" for path in files],
+        ]
+        self._run(command, cancel)
+        return [np.load(path) for path in files]
+
+    def call_batch(self, calls: int, cancel: threading.Event | None = None) -> list[float]:
+        """`calls` synced calls; returns each call's wall time in seconds."""
+        out = Path(self._scratch.name) / "batch.json"
+        command = [
+            runtime_tool("iree-benchmark-module"),
+            f"--module={self.vmfb}",
+            *self._device_flags(),
+            f"--function={self.function}",
+            *[f"--input={arg}" for arg in self.input_args],
+            "--benchmark_min_time=1x",
+            f"--benchmark_repetitions={calls}",
+            f"--benchmark_out={out}",
+            "--benchmark_out_format=json",
+        ]
+        self._run(command, cancel)
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+        data = json.loads(out.read_text())
+        return [
+            b["real_time"] * scale.get(b.get("time_unit", "ns"), 1e-9)
+            for b in data["benchmarks"]
+            if b.get("run_type") == "iteration"
+        ]
+
+    def pool_statistics(self) -> list[tuple[str, tuple[PoolStats, ...]]]:
+        return []  # the allocators live in the child process; NVML still sees the devices
+
+    def close(self) -> None:
+        self._scratch.cleanup()

@@ -1,0 +1,129 @@
+"""Device affinity of every argument and result, and multi-device runs on local:0,local:1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_one_line_error, run_gputop, run_json
+from gputop.core.affinity import affinity_flags, analyse
+from gputop.core.targets import LOCAL_FLAGS
+
+TWO_LOCAL = affinity_flags(["local:0", "local:1"], [LOCAL_FLAGS, LOCAL_FLAGS])
+
+
+def by_key(records: list[dict]) -> dict[tuple[str, int], dict]:
+    return {(r["kind"], r["index"]): r for r in records}
+
+
+def test_flags_name_devices_in_order() -> None:
+    assert TWO_LOCAL[:2] == (
+        "--iree-hal-target-device=device_a=local[0]",
+        "--iree-hal-target-device=device_b=local[1]",
+    )
+
+
+def test_pipeline_runs_on_two_devices_with_two_affinities() -> None:
+    proc, report = run_json("demo:pipeline", "--devices", "local:0,local:1", "-n", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"]
+    records = by_key(report["exports"])
+    assert {r["export_affinity"] for r in records.values()} == {"device_a", "device_b"}
+    assert records[("result", 0)]["export_affinity"] == records[("result", 0)]["producer_affinity"] == "device_b"
+    assert all(r["flag"] is None for r in records.values())
+    assert report["device_names"] == {"device_a": "local-task:0", "device_b": "local-task:1"}
+    # The intermediate (256x512 f32) moves from device_a to device_b.
+    assert any(t["source"] == "device_a" and t["target"] == "device_b" and t["bytes"] == 256 * 512 * 4
+               for t in report["transfers"])  # fmt: skip
+    assert [d["device_id"] for d in report["memory"]["devices"]] == ["local-task:0", "local-task:1"]
+
+
+def test_hidden_transfer_is_flagged_on_exactly_that_result() -> None:
+    proc, report = run_json("demo:hidden-transfer", "--devices", "local:0,local:1", "-n", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"]
+    records = by_key(report["exports"])
+    hidden = [r for r in records.values() if r["flag"] == "hidden_transfer"]
+    assert [(r["kind"], r["index"]) for r in hidden] == [("result", 0)]
+    result = records[("result", 0)]
+    assert (result["declared"], result["export_affinity"], result["producer_affinity"]) == (
+        "device_a",
+        "device_a",
+        "device_b",
+    )
+    assert result["transfer_bytes"] == 256 * 256 * 4
+    # The argument pinned to device_a is consumed on device_b: a transfer with its byte count.
+    argument = records[("argument", 0)]
+    assert argument["flag"] == "transfer" and argument["transfer_bytes"] == 256 * 512 * 4
+    assert argument["producer_affinity"] == "device_b"
+
+
+def test_undeclared_results_are_reported_as_undeclared(tmp_path: Path) -> None:
+    source = tmp_path / "undeclared.mlir"
+    source.write_text(
+        """
+func.func @f(%x: tensor<64x64xf32> {iree.abi.affinity = #hal.device.promise<@device_b>}) -> tensor<64x64xf32> {
+  %y = arith.addf %x, %x : tensor<64x64xf32>
+  return %y : tensor<64x64xf32>
+}
+"""
+    )
+    records, _ = analyse(source, TWO_LOCAL, tmp_path / "out")
+    [result] = [r for r in records if r.kind == "result"]
+    assert result.declared is None and result.flag == "undeclared"
+    # IREE 3.13 exports an undeclared result where it was produced.
+    assert result.export_affinity == "device_b" == result.producer_affinity
+
+
+def test_single_device_module_exports_everything_on_its_device(tmp_path: Path) -> None:
+    from gputop.core.demos import DEMOS
+
+    records, transfers = analyse(Path("mlp.mlir"), LOCAL_FLAGS, tmp_path, source_bytes=DEMOS["mlp"].source())
+    assert len(records) == 5 and not transfers
+    assert {r.export_affinity for r in records} == {"__device_0"}
+    assert {r.producer_affinity for r in records if r.kind == "result"} == {"__device_0"}
+
+
+def test_affinity_command_table_and_json() -> None:
+    proc = run_gputop("affinity", "demo:hidden-transfer", "--devices", "local:0,local:1", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    keys = {"function", "kind", "index", "declared", "export_affinity", "producer_affinity", "transfer_bytes", "flag"}
+    assert all(keys <= r.keys() for r in data["exports"])
+    text = run_gputop("affinity", "demo:hidden-transfer", "--devices", "local:0,local:1").stdout
+    assert "HIDDEN TRANSFER" in text and "device_b (local:1)" in text
+    # Devices this machine lacks still compile for their backend's target.
+    proc = run_gputop("affinity", "demo:pipeline", "--devices", "cuda:0,cuda:1", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["flags"][0] == "--iree-hal-target-device=device_a=cuda[0]"
+
+
+def test_malformed_affinity_attribute(tmp_path: Path) -> None:
+    source = tmp_path / "bad_affinity.mlir"
+    source.write_text(
+        """
+func.func @f(%x: tensor<4xf32> {iree.abi.affinity = #hal.device.promise<@device_z>}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+"""
+    )
+    proc = run_gputop("affinity", str(source), "--devices", "local:0,local:1")
+    assert_one_line_error(proc, 2, "f argument 0 is pinned to device_z", "device_a, device_b")
+    source.write_text(source.read_text().replace("<@device_z>", "<device_a>"))
+    proc = run_gputop("affinity", str(source), "--devices", "local:0,local:1")
+    assert_one_line_error(proc, 3, "bad_affinity.mlir")
+
+
+def test_two_vulkan_devices_run_through_the_shipped_tools(vulkan_device: str) -> None:
+    # In one Python process IREE 3.13 refuses two Vulkan devices; gputop drives iree-run-module instead.
+    proc, report = run_json("demo:pipeline", "--devices", f"{vulkan_device},{vulkan_device}", "-n", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"] and report["calls"]["count"] == 2
+    assert {r["export_affinity"] for r in report["exports"]} == {"device_a", "device_b"}
+
+
+@pytest.mark.parametrize("devices", ["local:0", "local:0,"])
+def test_devices_needs_two(devices: str) -> None:
+    assert_one_line_error(run_gputop("run", "demo:pipeline", "--devices", devices), 2, "two or more devices")
