@@ -26,6 +26,10 @@ GPU_BACKENDS = ("cuda", "vulkan", "hip")
 ALIASES = {"cpu": "local-task", "local": "local-task"}
 RUN_BACKENDS = (*IREE_BACKENDS,)
 
+# Set once IREE's Vulkan driver (and so a Vulkan instance) exists in this process:
+# RenderDoc must be loaded before that to capture anything.
+VULKAN_DRIVER_CREATED = False
+
 _DEVICE_ID = re.compile(r"^(?P<backend>[a-z][a-z-]*)(?::(?P<index>\d+))?$")
 
 
@@ -104,7 +108,9 @@ def iree_devices(backend: str) -> list[DeviceInfo]:
             )
         ]
     try:
+        global VULKAN_DRIVER_CREATED
         driver = rt.get_driver(backend)
+        VULKAN_DRIVER_CREATED = VULKAN_DRIVER_CREATED or backend == "vulkan"
         found = driver.query_available_devices()
     except Exception as exc:  # IREE raises RuntimeError/ValueError with status text
         return [_missing(backend, first_line(str(exc)))]

@@ -241,6 +241,20 @@ class Transfer:
 
 
 @dataclass(frozen=True)
+class CaptureInfo:
+    """A RenderDoc capture, verified in another process."""
+
+    path: str
+    bytes: int
+    dispatches: int
+    dispatch_names: tuple[str, ...]
+    api: str
+    calls: int = 1
+    gpu_durations_us: tuple[float, ...] = ()
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
 class RunSnapshot:
     """The whole state of one run at one moment, as the TUI and reports see it."""
 
@@ -265,4 +279,6 @@ class RunSnapshot:
     exports: tuple[ExportAffinity, ...] = ()  # multi-device runs: affinity of every argument and result
     transfers: tuple[Transfer, ...] = ()
     device_names: tuple[tuple[str, str], ...] = ()  # (compiler device name, gputop device id)
+    captures: tuple[CaptureInfo, ...] = ()
+    renderdoc: str | None = None  # "RenderDoc 1.6.0 loaded", or why capture is unavailable
     timestamp: float = field(default_factory=now)

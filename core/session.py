@@ -29,7 +29,7 @@ from gputop.core.check import DEFAULT_ATOL, DEFAULT_RTOL, compare_outputs, load_
 from gputop.core.compile import CompiledModule, compile_module
 from gputop.core.cupti_profile import record_kernels
 from gputop.core.devices import resolve_device, resolve_opencl_device
-from gputop.core.errors import GputopError, Interrupted, RuntimeFailure, UsageError
+from gputop.core.errors import DeviceUnavailableError, GputopError, Interrupted, RuntimeFailure, UsageError
 from gputop.core.inputs import DEFAULT_SEED, make_inputs
 from gputop.core.memory import MemorySampler
 from gputop.core.opencl_runner import OpenCLCall, OpenCLRun, StageTimings
@@ -38,6 +38,7 @@ from gputop.core.paths import new_session_dir
 from gputop.core.profiles import DispatchEvent, ProfileError, profile_with_ireeprof, summarize_events, write_trace
 from gputop.core.records import (
     CallStats,
+    CaptureInfo,
     DeviceInfo,
     Diagnostic,
     Event,
@@ -49,6 +50,13 @@ from gputop.core.records import (
     RunSnapshot,
     TensorSummary,
     Transfer,
+)
+from gputop.core.renderdoc import (
+    CaptureVerifier,
+    RenderDoc,
+    load_renderdoc,
+    probe_vulkan,
+    vulkan_instance_created,
 )
 from gputop.core.signature import signature_of
 from gputop.core.stats import CallTimer
@@ -84,6 +92,8 @@ class RunConfig:
     profile_calls: int = 10  # calls in a pass asked for while running (the TUI's p)
     profile_every_s: float | None = None  # keep profiling periodically, merging passes
     devices: tuple[str, ...] = ()  # --devices D1,D2: one named target device each (device_a, device_b, ...)
+    renderdoc: str = "auto"  # auto | on | off: load RenderDoc for Vulkan runs
+    capture_calls: int = 0  # gputop run --capture N: capture N calls after the first
 
 
 @dataclass
@@ -137,6 +147,11 @@ class Session:
         self._exports: tuple[ExportAffinity, ...] = ()
         self._transfers: tuple[Transfer, ...] = ()
         self._device_names: tuple[tuple[str, str], ...] = ()
+        self._renderdoc: RenderDoc | None = None
+        self._verifier: CaptureVerifier | None = None
+        self._renderdoc_status: str | None = None
+        self._capture_request = 0
+        self._captures: tuple[CaptureInfo, ...] = ()
         self._enqueue_timer = CallTimer()
         self._opencl_calls: deque[tuple[OpenCLCall, float]] = deque(maxlen=200)
         self._opencl_first: tuple[OpenCLCall, float] | None = None
@@ -229,6 +244,7 @@ class Session:
                 return
             demo = demos.demo_for(self.config.target) if demos.is_demo(self.config.target) else None
             self._set_state("compiling")
+            self._prepare_renderdoc()
             if self.config.devices:
                 devices = _distinct([resolve_device(spec) for spec in self.config.devices])
             else:
@@ -296,6 +312,8 @@ class Session:
                     f"outputs {verdict} the NumPy reference (max abs err {self.outcome.check.max_abs_err:.3g})",
                 )
             self._set_state("running")
+            if self.config.capture_calls:
+                self._capture_request = self.config.capture_calls
             self._call_loop(runner)
             if self.config.profile and not self._stop.is_set():
                 self._take_profile(runner, max(self.config.iterations or 1, 1))
@@ -308,6 +326,8 @@ class Session:
                 handle.write(traceback.format_exc())
             self._fail(RuntimeFailure(f"internal error: {exc}", log_path=str(log)))
         finally:
+            if self._verifier is not None:
+                self._verifier.close()
             if sampler is not None:
                 sampler.stop()
                 with contextlib.suppress(Exception):  # a last sample is nice, not needed
@@ -396,6 +416,12 @@ class Session:
         while remaining is None or remaining > 0:
             if self._stop.is_set():
                 return
+            if self._capture_request:
+                calls, self._capture_request = self._capture_request, 0
+                self._take_capture(runner, calls)
+                if remaining is not None:
+                    remaining = max(0, remaining - calls)
+                continue
             if self._profile_request.is_set() or (next_profile is not None and time.monotonic() >= next_profile):
                 self._profile_request.clear()
                 self._take_profile(runner, self.config.profile_calls)
@@ -414,6 +440,91 @@ class Session:
             if remaining is not None:
                 remaining -= 1
             self._publish()
+
+    def request_capture(self, calls: int = 1) -> str | None:
+        """Capture the next `calls` calls with RenderDoc; returns why not, or None."""
+        if self._renderdoc is None:
+            return self._renderdoc_status or "RenderDoc is not loaded for this run"
+        self._capture_request = max(1, calls)
+        return None
+
+    def _prepare_renderdoc(self) -> None:
+        """Load RenderDoc before the first Vulkan instance, if this run is on Vulkan."""
+        mode = self.config.renderdoc
+        specs = list(self.config.devices) or [self.config.device or ""]
+        vulkan = [s for s in specs if s.startswith("vulkan")]
+        if mode == "off" or not vulkan:
+            self._renderdoc_status = {
+                "off": "RenderDoc is off (--renderdoc off)",
+            }.get(mode, "RenderDoc captures Vulkan work; this run is not on Vulkan")
+            return
+        if vulkan_instance_created():
+            self._renderdoc_status = "RenderDoc was loaded too late: a Vulkan instance already exists in this process"
+            if mode == "on":
+                raise DeviceUnavailableError(self._renderdoc_status)
+            self._event("warning", f"capture: {self._renderdoc_status}")
+            return
+        try:
+            index = int(vulkan[0].split(":")[1]) if ":" in vulkan[0] else 0
+            ok, reason = probe_vulkan(index)
+            if not ok:
+                raise DeviceUnavailableError(f"RenderDoc cannot capture here: {reason}")
+            self._verifier = CaptureVerifier()  # before RenderDoc: it must stay a plain process
+            rd = load_renderdoc()
+        except GputopError as exc:
+            self._renderdoc_status = exc.message
+            if mode == "on":
+                raise
+            self._event("warning", f"capture unavailable, running without RenderDoc: {exc.message}")
+            return
+        folder = self.session_dir / "captures"
+        folder.mkdir(exist_ok=True)
+        rd.set_capture_path_template(folder / "gputop")
+        self._renderdoc = rd
+        major, minor, patch = rd.version
+        how = "attached to the RenderDoc in this process" if rd.attached else f"loaded {rd.library}"
+        self._renderdoc_status = f"RenderDoc {major}.{minor}.{patch} ready ({how})"
+        self._event("info", self._renderdoc_status)
+
+    def _take_capture(self, runner: Any, calls: int) -> None:
+        rd = self._renderdoc
+        if rd is None:
+            self._event("warning", f"capture: {self._renderdoc_status or 'RenderDoc is not loaded'}")
+            return
+        device = self._devices[0]
+        before = len(rd.captures())
+        rd.start()
+        if not rd.is_capturing():
+            self._event("warning", "capture: RenderDoc did not start capturing (is its Vulkan layer enabled?)")
+            return
+        try:
+            for _ in range(calls):
+                started = time.perf_counter()
+                runner.call()
+                self._timer.add(time.perf_counter() - started)
+        finally:
+            rd.end()
+        paths = rd.captures()
+        if len(paths) <= before:
+            self._event("warning", "capture: RenderDoc wrote no capture")
+            return
+        path = paths[-1]
+        rd.set_comments(
+            path,
+            f"gputop: {self.config.target} {self._function}() on {device.id} ({device.name}), "
+            f"calls {self._timer.snapshot().count - calls + 1}-{self._timer.snapshot().count}",
+        )
+        try:
+            if self._verifier is None:
+                raise GputopError("no capture verifier")
+            info = self._verifier.verify(Path(path))
+        except GputopError as exc:
+            self._event("warning", f"capture written but not verified: {exc}", exc.log_path)
+            return
+        info = replace(info, calls=calls)
+        with self._lock:
+            self._captures = (*self._captures, info)
+        self._event("info", f"captured {calls} call(s): {path} ({info.bytes} bytes, {info.dispatches} dispatches)")
 
     def _take_profile(self, runner: Any, calls: int) -> None:
         """One profile pass between calls; merged with earlier passes of this session."""
@@ -693,6 +804,8 @@ class Session:
             exports=self._exports,
             transfers=self._transfers,
             device_names=self._device_names,
+            captures=self._captures,
+            renderdoc=self._renderdoc_status,
         )
 
     def _publish(self, force: bool = False) -> None:

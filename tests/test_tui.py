@@ -81,6 +81,9 @@ async def test_keys_that_say_why_not() -> None:
         await pilot.pause(0.2)
         text = log_text(app)
         assert "capture: RenderDoc captures Vulkan work; this run is on local-task" in text
+        await pilot.press("o")
+        await pilot.pause(0.1)
+        assert "open: no capture yet" in log_text(app)
 
 
 async def test_help_screen_and_quit_from_it() -> None:

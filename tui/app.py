@@ -48,6 +48,7 @@ class GputopApp(App[int]):
         Binding("space", "toggle_pause", "Pause"),
         Binding("p", "profile", "Profile"),
         Binding("c", "capture", "Capture"),
+        Binding("o", "open_capture", "Open", show=False),
         Binding("r", "reload", "Reload"),
         Binding("d", "choose_device", "Device"),
         Binding("e", "export", "Export"),
@@ -164,15 +165,14 @@ class GputopApp(App[int]):
             self.log_line("warning", f"profile: {reason}")
 
     def action_capture(self) -> None:
-        device = self.snapshot.device if self.snapshot else None
-        if device is not None and device.backend != "vulkan":
-            hint = {
-                "cuda": "use Nsight Systems or ncu for CUDA",
-                "hip": "use rocprof for HIP",
-            }.get(device.backend, "RenderDoc captures Vulkan only")
-            self.log_line("warning", f"capture: RenderDoc captures Vulkan work; this run is on {device.id} ({hint})")
-        else:
-            self.log_line("warning", "capture: RenderDoc capture is not part of this gputop build yet")
+        if not isinstance(self.source, EngineBridge):
+            self.log_line("warning", "capture: this is a recorded run")
+            return
+        reason = self.source.request_capture()
+        self.log_line(*(("warning", f"capture: {reason}") if reason else ("info", "capturing the next call...")))
+
+    def action_open_capture(self) -> None:
+        self.query_one(CapturesPane).open_selected(self.log_line)
 
     def action_reload(self) -> None:
         if not isinstance(self.source, EngineBridge):

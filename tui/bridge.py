@@ -22,6 +22,7 @@ from gputop.core.cupti_profile import cupti_unavailable_reason
 from gputop.core.devices import IREE_BACKENDS, list_devices
 from gputop.core.records import (
     CallStats,
+    CaptureInfo,
     DeviceInfo,
     DeviceMemory,
     Event,
@@ -36,6 +37,7 @@ from gputop.core.session import RunConfig, Session
 
 __all__ = [
     "CallStats",
+    "CaptureInfo",
     "DeviceInfo",
     "DeviceMemory",
     "EngineBridge",
@@ -161,6 +163,21 @@ class EngineBridge:
                 return reason
         session.request_profile()
         return None
+
+    def request_capture(self) -> str | None:
+        """Ask for a RenderDoc capture of the next call; returns why not, or None."""
+        session = self._session
+        if session is None or session.snapshot.state not in ("running", "paused"):
+            return "start a run first"
+        device = session.snapshot.device
+        if device is not None and device.backend != "vulkan":
+            hint = {
+                "cuda": "use Nsight Systems or ncu for CUDA",
+                "hip": "use rocprof for HIP",
+                "opencl": "RenderDoc does not capture OpenCL",
+            }.get(device.backend, "RenderDoc captures Vulkan only")
+            return f"RenderDoc captures Vulkan work; this run is on {device.id} ({hint})"
+        return session.request_capture(1)
 
     def runnable_devices(self) -> list[DeviceInfo]:
         """Devices a run can move to (blocking: drivers are asked)."""

@@ -28,7 +28,7 @@ from gputop.core.errors import (
     UsageError,
 )
 
-SUBCOMMANDS = ("run", "devices", "profile-info", "affinity")
+SUBCOMMANDS = ("run", "devices", "profile-info", "affinity", "capture-info")
 
 
 def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
@@ -101,6 +101,12 @@ def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
         "--sample-interval", type=float, default=0.1, help="memory sampling period in seconds (default 0.1)"
     )
     parser.add_argument(
+        "--renderdoc",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="load RenderDoc for Vulkan runs: auto (when it can capture), on (fail if it cannot), off",
+    )
+    parser.add_argument(
         "--profile-calls", type=int, default=10, help="calls in a profile pass asked for with p (default 10)"
     )
     if tui:
@@ -122,6 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="PATH", help="also write the report as JSON to PATH ('-' for stdout)")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     run.add_argument(
+        "--capture",
+        type=int,
+        default=0,
+        metavar="N",
+        help="RenderDoc capture of N calls after the first (Vulkan); verified and listed under captures",
+    )
+    run.add_argument(
         "--profile",
         action="store_true",
         help="after the steady calls, profile as many calls for per-dispatch device times",
@@ -132,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     affinity.add_argument("target", help="a .mlir file or demo:pipeline / demo:hidden-transfer")
     affinity.add_argument("--devices", required=True, help="D1,D2[,...]: one named target device each (device_a, ...)")
     affinity.add_argument("--json", metavar="PATH", help="write the records as JSON to PATH ('-' for stdout)")
+    capture = sub.add_parser("capture-info", help="verify a RenderDoc capture and count its dispatches")
+    capture.add_argument("file", type=Path)
+    capture.add_argument("--json", metavar="PATH", help="write the record as JSON to PATH ('-' for stdout)")
     info = sub.add_parser("profile-info", help="print the kernel table of an .ireeprof profile bundle")
     info.add_argument("file", type=Path)
     info.add_argument("--json", metavar="PATH", help="write the table as JSON to PATH ('-' for stdout)")
@@ -180,6 +196,8 @@ def _config_from(args: argparse.Namespace, iterations: int | None) -> Any:
         profile_calls=args.profile_calls,
         profile_every_s=getattr(args, "profile_every", None),
         devices=_device_list(args.devices) if args.devices else (),
+        renderdoc=args.renderdoc,
+        capture_calls=max(0, getattr(args, "capture", 0) or 0),
     )
 
 
@@ -240,6 +258,20 @@ def command_affinity(args: argparse.Namespace) -> int:
             print(affinity_table(data["exports"], data["transfers"], names))
         else:
             print(f"{args.target}: no argument or result crosses a device boundary (nothing imported or exported)")
+    return EXIT_OK
+
+
+def command_capture_info(args: argparse.Namespace) -> int:
+    from gputop.core.records import to_json
+    from gputop.core.renderdoc import capture_info
+
+    info = capture_info(args.file)
+    if args.json:
+        _write_json(to_json(info), args.json)
+    if args.json != "-":
+        print(f"{info.path}: {info.api} capture, {info.bytes} bytes, {info.dispatches} dispatches")
+        for name in info.dispatch_names:
+            print(f"  {name}")
     return EXIT_OK
 
 
@@ -369,6 +401,8 @@ def run_cli(argv: list[str] | None = None) -> int:
                 return command_profile_info(args)
             if args.command == "affinity":
                 return command_affinity(args)
+            if args.command == "capture-info":
+                return command_capture_info(args)
             return command_devices(args)
         if argv and argv[0] in ("-h", "--help"):
             build_parser().print_help()

@@ -154,6 +154,11 @@ def run_report(report: dict[str, Any]) -> str:
             )
         if profile.get("trace_path"):
             lines.append(f"trace     {profile['trace_path']} (open in Perfetto)")
+    for capture in report.get("captures") or []:
+        lines.append(
+            f"capture   {capture['path']} ({capture['bytes']} bytes, {capture['dispatches']} dispatches, "
+            f"{capture['calls']} call(s), {capture['api']})"
+        )
     if report.get("exports"):
         lines.append("exports")
         table = affinity_table(report["exports"], report.get("transfers", []), report.get("device_names") or {})

@@ -17,6 +17,7 @@ KEYS = (
     ("space", "pause / resume the calls"),
     ("p", "profile now: per-dispatch device times"),
     ("c", "RenderDoc capture of the next call (Vulkan)"),
+    ("o", "open the selected capture (qrenderdoc, or the command to run)"),
     ("r", "reload: recompile if the source changed, run again"),
     ("d", "choose the device to run on"),
     ("e", "export the report (JSON) into the session directory"),

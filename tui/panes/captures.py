@@ -1,6 +1,18 @@
-"""The Captures pane: RenderDoc captures of the live Vulkan work, verified and listed."""
+"""The Captures pane: RenderDoc captures of the live Vulkan work, verified and listed.
+
+Each row is a capture that another process has opened and counted
+(`renderdoccmd convert`), so a listed capture is one that will load. `o`
+opens the selected one in qrenderdoc when there is a display, and otherwise
+says the command to open it elsewhere (over SSH there usually is none).
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -8,8 +20,9 @@ from textual.widgets import Static
 
 from gputop.tui.bridge import RunSnapshot
 from gputop.tui.panes.table import KeyedTable
+from gputop.tui.report_text import human_bytes
 
-COLUMNS = ("capture", "size", "dispatches")
+COLUMNS = ("capture", "size", "dispatches", "calls")
 
 
 class CapturesPane(Vertical):
@@ -25,6 +38,32 @@ class CapturesPane(Vertical):
 
     def on_mount(self) -> None:
         self.border_title = "Captures"
+        self._paths: list[str] = []
 
     def show(self, snapshot: RunSnapshot) -> None:
-        """Captures arrive with capture results, not with every snapshot."""
+        rows = {
+            c.path: (Path(c.path).name, human_bytes(c.bytes), str(c.dispatches), str(c.calls))
+            for c in snapshot.captures
+        }
+        self._paths = [c.path for c in snapshot.captures]
+        self.query_one("#captures-table", KeyedTable).sync(rows)
+        hint = self.query_one("#captures-hint", Static)
+        if rows:
+            hint.update("o opens the selected capture")
+        elif snapshot.renderdoc and not snapshot.renderdoc.startswith("RenderDoc 1."):
+            hint.update(f"no captures: {snapshot.renderdoc}")
+
+    def open_selected(self, log: Callable[[str, str], None]) -> None:
+        if not self._paths:
+            log("warning", "open: no capture yet (press c on a Vulkan run)")
+            return
+        table = self.query_one("#captures-table", KeyedTable)
+        path = self._paths[min(table.cursor_row, len(self._paths) - 1)]
+        viewer = shutil.which("qrenderdoc")
+        if viewer and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            subprocess.Popen(
+                [viewer, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+            )
+            log("info", f"opened {path} in qrenderdoc")
+        else:
+            log("info", f"no display here: open it elsewhere with: qrenderdoc {path}")
