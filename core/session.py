@@ -475,7 +475,7 @@ class Session:
             self._renderdoc_status = exc.message
             if mode == "on":
                 raise
-            self._event("warning", f"capture unavailable, running without RenderDoc: {exc.message}")
+            self._event("info", f"RenderDoc: no captures in this run ({exc.message})")
             return
         folder = self.session_dir / "captures"
         folder.mkdir(exist_ok=True)

@@ -65,7 +65,7 @@ def test_known_bad_target_crashing_the_compiler() -> None:
         "--iree-hal-target-device=vulkan --iree-vulkan-target=sm_90",
         "--no-cache",
     )
-    if "no device" in proc.stderr or "unavailable" in proc.stderr:
+    if proc.returncode == 4:
         pytest.skip("no Vulkan device")
     assert_one_line_error(proc, 3, "crashed", "ampere")
 
