@@ -14,15 +14,15 @@ import hashlib
 import importlib.metadata
 import os
 import shutil
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gputop.core.diagnostics import looks_like_crash, parse_diagnostics
-from gputop.core.errors import CompileError, Interrupted, UsageError
+from gputop.core.errors import CompileError, UsageError
 from gputop.core.paths import cache_dir
+from gputop.core.processes import run_logged
 from gputop.core.records import Diagnostic
 from gputop.core.targets import KnownBadTarget, known_bad_target
 
@@ -123,7 +123,7 @@ def compile_module(
         source_for_compiler.write_bytes(source_bytes)
     command = [find_compiler(), str(source_for_compiler), *flags, "-o", str(partial)]
     started = time.perf_counter()
-    text, returncode = _run_compiler(command, log_path, cancel)
+    text, returncode = run_logged(command, log_path, cancel, what="compile")
     elapsed = time.perf_counter() - started
     diagnostics = tuple(parse_diagnostics(text, log_path=str(log_path)))
     if returncode != 0 or not partial.exists():
@@ -131,36 +131,6 @@ def compile_module(
         raise _compile_failure(text, returncode, diagnostics, log_path, bad)
     os.replace(partial, cached)
     return CompiledModule(cached, flags, key, False, elapsed, diagnostics, log_path)
-
-
-def _run_compiler(command: list[str], log_path: Path, cancel: threading.Event | None) -> tuple[str, int]:
-    """Run the compiler, logging everything; stop it promptly when `cancel` is set."""
-    with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
-        log.write("$ " + " ".join(command) + "\n")
-        log.flush()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            while True:
-                try:
-                    returncode = process.wait(timeout=0.1)
-                    break
-                except subprocess.TimeoutExpired:
-                    if cancel is not None and cancel.is_set():
-                        process.terminate()
-                        try:
-                            process.wait(timeout=5)
-                        except subprocess.TimeoutExpired:
-                            process.kill()
-                            process.wait()
-                        raise Interrupted("compile cancelled") from None
-        except BaseException:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            raise
-        log.seek(0)
-        text = log.read()
-    return text, returncode
 
 
 def _compile_failure(

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.errors import GputopError, Interrupted, UsageError
+from gputop.core.errors import GputopError, UsageError
+from gputop.core.processes import run_logged
 from gputop.core.records import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
 
 PROFILING_MODES = {
@@ -289,19 +290,9 @@ def profile_with_ireeprof(
         "--benchmark_out_format=json",
     ]
     log = out_dir / f"profile-{stamp}.log"
-    with open(log, "w", encoding="utf-8") as handle:
-        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        while True:
-            try:
-                code = process.wait(timeout=0.1)
-                break
-            except subprocess.TimeoutExpired:
-                if cancel is not None and cancel.is_set():
-                    process.kill()
-                    process.wait()
-                    raise Interrupted("profile cancelled") from None
+    output, code = run_logged(command, log, cancel, what="the profiling run")
     if code != 0:
-        last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        last = [line for line in output.splitlines() if line.strip()]
         raise ProfileError(f"the profiling run failed: {last[-1] if last else f'exit {code}'}", log_path=str(log))
     events, pools = decode_bundle(bundle)
     trace = write_trace(events, device.id, out_dir / f"profile-{stamp}.trace.json")

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 
 from gputop.core.devices import first_line
-from gputop.core.errors import Interrupted, RuntimeFailure
+from gputop.core.errors import RuntimeFailure
+from gputop.core.processes import run_logged
 from gputop.core.profiles import device_uri, runtime_tool
 from gputop.core.records import DeviceInfo, PoolStats
 
@@ -47,26 +46,11 @@ class ToolModuleRun:
     def _run(self, command: list[str], cancel: threading.Event | None) -> str:
         tool = Path(command[0]).name
         log = Path(self._scratch.name) / f"{tool}.log"
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        deadline = time.monotonic() + TIMEOUT_S
-        while True:
-            try:
-                output, _ = process.communicate(timeout=0.2)
-                break
-            except subprocess.TimeoutExpired:
-                stopping = cancel is not None and cancel.is_set()
-                if stopping or time.monotonic() > deadline:
-                    process.kill()
-                    process.communicate()
-                    if stopping:
-                        raise Interrupted("stopped") from None
-                    raise RuntimeFailure(
-                        f"{tool} did not finish in {TIMEOUT_S:.0f} s (a hung multi-device call?)"
-                    ) from None
-        if process.returncode != 0:
-            log.write_text(output, encoding="utf-8")
+        # A deadlocked multi-device call must not hang the run: the tool gets a time limit.
+        output, code = run_logged(command, log, cancel, timeout_s=TIMEOUT_S, what=tool)
+        if code != 0:
             # The status line ("...: INVALID_ARGUMENT; ...") says what failed; the rest is a VM backtrace.
-            lines = [line.strip() for line in output.splitlines() if line.strip()]
+            lines = [line.strip() for line in output.splitlines()[1:] if line.strip()]
             status = next((line for line in lines if re.search(r"\b[A-Z_]{6,};", line)), lines[-1] if lines else "")
             raise RuntimeFailure(f"{tool} failed: {first_line(status)}", log_path=str(log))
         return output

@@ -10,6 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+# The run phases in run order, as (label, report key); the Run pane shows the same.
+PHASES = (
+    ("compile", "compile_s"),
+    ("load", "load_s"),
+    ("parameters", "parameters_s"),
+    ("context", "context_s"),
+    ("first call", "first_call_s"),
+    ("teardown", "teardown_s"),
+)
+
 
 def human_bytes(value: int | None) -> str:
     if value is None:
@@ -64,18 +74,7 @@ def run_report(report: dict[str, Any]) -> str:
         f"gputop run {report['target']}  function {report.get('function') or '-'}",
         f"device    {dev.get('id', '-')}  {dev.get('name', '')}",
         f"state     {report['state']}" + (f"  ({report['error']})" if report.get("error") else ""),
-        "phases    "
-        + "  ".join(
-            f"{name} {_seconds(phases.get(key))}"
-            for name, key in (
-                ("compile", "compile_s"),
-                ("load", "load_s"),
-                ("parameters", "parameters_s"),
-                ("context", "context_s"),
-                ("first call", "first_call_s"),
-                ("teardown", "teardown_s"),
-            )
-        ),
+        "phases    " + "  ".join(f"{name} {_seconds(phases.get(key))}" for name, key in PHASES),
     ]
     compiled = report.get("compile") or {}
     if compiled.get("vmfb"):

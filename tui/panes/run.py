@@ -13,15 +13,7 @@ from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
 from gputop.tui.bridge import RunSnapshot
-
-PHASES = (  # shown two a row, in run order
-    ("compile", "compile_s"),
-    ("load", "load_s"),
-    ("parameters", "parameters_s"),
-    ("context", "context_s"),
-    ("first call", "first_call_s"),
-    ("teardown", "teardown_s"),
-)
+from gputop.tui.report_text import PHASES
 
 
 def seconds(value: float | None) -> str:

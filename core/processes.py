@@ -1,0 +1,66 @@
+"""Child processes that stop when the run stops: the compiler, IREE's tools, verifiers.
+
+gputop runs heavy or crash-prone work in child processes (a compiler crash
+must not take the app down). Each of them must also end promptly when the
+user stops the run, and never hang it; this is the one loop that waits for a
+child while watching a cancel event and an optional time limit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from gputop.core.errors import Interrupted, RuntimeFailure
+
+
+def run_logged(
+    command: list[str],
+    log_path: Path,
+    cancel: threading.Event | None = None,
+    *,
+    timeout_s: float | None = None,
+    what: str = "child process",
+) -> tuple[str, int]:
+    """Run `command` with its output in `log_path`; return (output, exit code).
+
+    Raises `Interrupted` when `cancel` is set (the child is terminated, then
+    killed) and `RuntimeFailure` when it outlives `timeout_s`.
+    """
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
+        log.write("$ " + " ".join(command) + "\n")
+        log.flush()
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            while True:
+                try:
+                    returncode = process.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancel is not None and cancel.is_set():
+                        _end(process)
+                        raise Interrupted(f"{what} cancelled") from None
+                    if deadline is not None and time.monotonic() > deadline:
+                        _end(process)
+                        raise RuntimeFailure(
+                            f"{what} did not finish in {timeout_s:.0f} s (hung?)", log_path=str(log_path)
+                        ) from None
+        except BaseException:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            raise
+        log.seek(0)
+        return log.read(), returncode
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
