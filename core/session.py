@@ -11,7 +11,6 @@ one-line message and gputop's exit code, never as an exception on the thread.
 from __future__ import annotations
 
 import contextlib
-import statistics
 import threading
 import time
 import traceback
@@ -23,19 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core import demos
+from gputop.core import demos, session_capture, session_opencl, session_profile, session_tool
 from gputop.core.affinity import affinity_flags, analyse
 from gputop.core.check import DEFAULT_ATOL, DEFAULT_RTOL, compare_outputs, load_reference
 from gputop.core.compile import CompiledModule, compile_module
-from gputop.core.cupti_profile import record_kernels
-from gputop.core.devices import resolve_device, resolve_opencl_device
-from gputop.core.errors import DeviceUnavailableError, GputopError, Interrupted, RuntimeFailure, UsageError
+from gputop.core.devices import resolve_device
+from gputop.core.errors import GputopError, Interrupted, RuntimeFailure, UsageError
 from gputop.core.inputs import DEFAULT_SEED, make_inputs
 from gputop.core.memory import MemorySampler
 from gputop.core.opencl_runner import OpenCLCall, OpenCLRun, StageTimings
-from gputop.core.opencl_spec import expected_output, load_spec
 from gputop.core.paths import new_session_dir
-from gputop.core.profiles import DispatchEvent, ProfileError, profile_with_ireeprof, summarize_events, write_trace
+from gputop.core.profiles import DispatchEvent
 from gputop.core.records import (
     CallStats,
     CaptureInfo,
@@ -54,14 +51,9 @@ from gputop.core.records import (
 from gputop.core.renderdoc import (
     CaptureVerifier,
     RenderDoc,
-    load_renderdoc,
-    probe_vulkan,
-    vulkan_instance_created,
 )
-from gputop.core.signature import signature_of
 from gputop.core.stats import CallTimer
 from gputop.core.targets import device_names
-from gputop.core.tool_runner import BATCH, ToolModuleRun
 
 Subscriber = Callable[[RunSnapshot], None]
 PUBLISH_INTERVAL_S = 0.1  # at most 10 snapshots a second from calls and samples
@@ -449,275 +441,25 @@ class Session:
         return None
 
     def _prepare_renderdoc(self) -> None:
-        """Load RenderDoc before the first Vulkan instance, if this run is on Vulkan."""
-        mode = self.config.renderdoc
-        specs = list(self.config.devices) or [self.config.device or ""]
-        vulkan = [s for s in specs if s.startswith("vulkan")]
-        if mode == "off" or not vulkan:
-            self._renderdoc_status = {
-                "off": "RenderDoc is off (--renderdoc off)",
-            }.get(mode, "RenderDoc captures Vulkan work; this run is not on Vulkan")
-            return
-        if vulkan_instance_created():
-            self._renderdoc_status = "RenderDoc was loaded too late: a Vulkan instance already exists in this process"
-            if mode == "on":
-                raise DeviceUnavailableError(self._renderdoc_status)
-            self._event("warning", f"capture: {self._renderdoc_status}")
-            return
-        try:
-            index = int(vulkan[0].split(":")[1]) if ":" in vulkan[0] else 0
-            ok, reason = probe_vulkan(index)
-            if not ok:
-                raise DeviceUnavailableError(f"RenderDoc cannot capture here: {reason}")
-            self._verifier = CaptureVerifier()  # before RenderDoc: it must stay a plain process
-            rd = load_renderdoc()
-        except GputopError as exc:
-            self._renderdoc_status = exc.message
-            if mode == "on":
-                raise
-            self._event("info", f"RenderDoc: no captures in this run ({exc.message})")
-            return
-        folder = self.session_dir / "captures"
-        folder.mkdir(exist_ok=True)
-        rd.set_capture_path_template(folder / "gputop")
-        self._renderdoc = rd
-        major, minor, patch = rd.version
-        how = "attached to the RenderDoc in this process" if rd.attached else f"loaded {rd.library}"
-        self._renderdoc_status = f"RenderDoc {major}.{minor}.{patch} ready ({how})"
-        self._event("info", self._renderdoc_status)
+        return session_capture.prepare_renderdoc(self)
 
     def _take_capture(self, runner: Any, calls: int) -> None:
-        rd = self._renderdoc
-        if rd is None:
-            self._event("warning", f"capture: {self._renderdoc_status or 'RenderDoc is not loaded'}")
-            return
-        device = self._devices[0]
-        before = len(rd.captures())
-        rd.start()
-        if not rd.is_capturing():
-            self._event("warning", "capture: RenderDoc did not start capturing (is its Vulkan layer enabled?)")
-            return
-        try:
-            for _ in range(calls):
-                started = time.perf_counter()
-                runner.call()
-                self._timer.add(time.perf_counter() - started)
-        finally:
-            rd.end()
-        paths = rd.captures()
-        if len(paths) <= before:
-            self._event("warning", "capture: RenderDoc wrote no capture")
-            return
-        path = paths[-1]
-        rd.set_comments(
-            path,
-            f"gputop: {self.config.target} {self._function}() on {device.id} ({device.name}), "
-            f"calls {self._timer.snapshot().count - calls + 1}-{self._timer.snapshot().count}",
-        )
-        try:
-            if self._verifier is None:
-                raise GputopError("no capture verifier")
-            info = self._verifier.verify(Path(path))
-        except GputopError as exc:
-            self._event("warning", f"capture written but not verified: {exc}", exc.log_path)
-            return
-        info = replace(info, calls=calls)
-        with self._lock:
-            self._captures = (*self._captures, info)
-        self._event("info", f"captured {calls} call(s): {path} ({info.bytes} bytes, {info.dispatches} dispatches)")
+        return session_capture.take_capture(self, runner, calls)
 
     def _take_profile(self, runner: Any, calls: int) -> None:
-        """One profile pass between calls; merged with earlier passes of this session."""
-        device = self._devices[0]
-        if isinstance(runner, OpenCLRun):
-            self._event("info", "profile: OpenCL kernels are timed by device events on every call already")
-            return
-        with self._lock:
-            self._profiling = True
-        self._event("info", f"profiling {calls} calls on {device.id}...")
-        try:
-            if device.backend == "cuda":
-                events, walls = record_kernels(lambda: self._timed_calls(runner, calls))
-                trace = write_trace(
-                    events, device.id, self.session_dir / f"profile-{time.strftime('%H%M%S')}.trace.json"
-                )
-                latest = summarize_events(
-                    events, calls=calls, source="cupti", device_id=device.id,
-                    call_wall_ms=statistics.fmean(walls) * 1e3, trace_path=str(trace),
-                )  # fmt: skip
-            else:
-                if self._vmfb is None:
-                    raise ProfileError("no compiled module to profile")
-                latest, events = profile_with_ireeprof(
-                    self._vmfb, self._devices, self._function or runner.default_function(),
-                    self._save_inputs(), calls, self.session_dir, cancel=self._stop,
-                )  # fmt: skip
-            with self._lock:
-                self._profile_events.extend(events)
-                self._profile_calls += calls
-                merged = latest
-                if self._profile_calls > calls:
-                    merged = summarize_events(
-                        list(self._profile_events), calls=self._profile_calls, source=latest.source,
-                        device_id=device.id, call_wall_ms=latest.call_wall_ms, pools=list(latest.pools),
-                        profile_path=latest.profile_path, trace_path=latest.trace_path,
-                    )  # fmt: skip
-                self._profile = merged
-            gap = f", gap {latest.gap_ms:.3f} ms" if latest.gap_ms is not None else ""
-            wall = f" of {latest.call_wall_ms:.3f} ms synced" if latest.call_wall_ms is not None else ""
-            self._event(
-                "info",
-                f"profile: {len(latest.kernels)} kernels, {latest.call_kernel_ms:.3f} ms kernel time per call"
-                f"{wall}{gap}; trace {latest.trace_path}",
-            )
-        except Interrupted:
-            raise
-        except GputopError as exc:
-            self._event("warning", f"profile failed: {exc}", exc.log_path)
-        finally:
-            with self._lock:
-                self._profiling = False
-            self._publish(force=True)
+        return session_profile.take_profile(self, runner, calls)
 
     def _start_opencl(self) -> tuple[OpenCLRun, MemorySampler]:
-        """Phases of an OpenCL run spec: read, context, build, buffers, first call."""
-        target = self.config.target
-        path = demos.opencl_demo_spec(target) if demos.is_demo(target) else Path(target)
-        self._set_state("loading")
-        started = time.perf_counter()
-        spec = load_spec(path)
-        self._phase(load_s=time.perf_counter() - started)
-        device = resolve_opencl_device(self.config.device)
-        with self._lock:
-            self._device, self._devices = device, [device]
-            self._function = " -> ".join(k.name for k in spec.kernels)
-            self._result_types = tuple(
-                f"{'x'.join(map(str, b.shape))}x{b.dtype}"
-                for b in spec.buffers
-                if spec.check and b.name == spec.check.output
-            )
-        self._event("info", f"device {device.id}: {device.name}")
-        runner = OpenCLRun(device, spec)
-        started = time.perf_counter()
-        runner.open()
-        self._phase(context_s=time.perf_counter() - started)
-        self._set_state("compiling")
-        started = time.perf_counter()
-        runner.build(self.session_dir / "opencl-build.log")
-        self._phase(compile_s=time.perf_counter() - started)
-        self._event("info", f"built {spec.source_name} for {device.id}")
-        self._set_state("loading")
-        started = time.perf_counter()
-        runner.create_buffers()
-        self._phase(parameters_s=time.perf_counter() - started)
-        sampler = MemorySampler([device], runner.pool_statistics, self._on_memory, self.config.sample_interval_s)
-        sampler.start()
-        started = time.perf_counter()
-        first = runner.call()
-        self._phase(first_call_s=time.perf_counter() - started)
-        self._on_opencl_call(first, time.perf_counter() - started, count=False)
-        if spec.check is not None:
-            output = runner.read_buffer(spec.check.output)
-            self.outcome.outputs = [output]
-            self.outcome.check = compare_outputs(
-                [output], [expected_output(spec, runner.initial)], rtol=spec.check.rtol, atol=spec.check.atol,
-                reference=f"check.expect {spec.check.expect!r}",
-            )  # fmt: skip
-            verdict = "match" if self.outcome.check.passed else "DO NOT match"
-            self._event("info" if self.outcome.check.passed else "error", f"outputs {verdict} {spec.check.expect!r}")
-        self.outcome.inputs = [runner.initial[b.name] for b in spec.buffers]
-        if demos.is_demo(target):
-            stages = runner.stage_timings()
-            self.outcome.stages = stages
-            self._event(
-                "info",
-                f"A alone {stages.a_synced_ms:.2f} ms, B alone {stages.b_synced_ms:.2f} ms, "
-                f"A then B {stages.a_then_b_synced_ms:.2f} ms (synced once); unsynced A 'takes' "
-                f"{stages.a_enqueue_only_ms:.3f} ms and B then 'takes' {stages.b_after_unsynced_a_ms:.2f} ms",
-            )
-        return runner, sampler
+        return session_opencl.start_opencl(self)
 
     def _on_opencl_call(self, call: OpenCLCall, synced_s: float, count: bool = True) -> None:
-        with self._lock:
-            if not count:
-                # The first call (program warm-up) stands in until steady calls arrive.
-                self._opencl_first = (call, synced_s)
-                return
-            self._enqueue_timer.add(call.enqueue_s)
-            self._opencl_calls.append((call, synced_s))
+        return session_opencl.on_opencl_call(self, call, synced_s, count)
 
     def _opencl_profile(self) -> ProfileSummary | None:
-        """Kernel table over the recent OpenCL calls (events come with every call)."""
-        calls = list(self._opencl_calls) or ([self._opencl_first] if self._opencl_first else [])
-        if not calls:
-            return None
-        events = [e for call, _ in calls for e in call.events]
-        wall = statistics.fmean(s for _, s in calls) * 1e3
-        return summarize_events(
-            events, calls=len(calls), source="opencl", device_id=self._devices[0].id, call_wall_ms=wall
-        )
+        return session_opencl.opencl_profile(self)
 
     def _run_through_tool(self, devices: list[DeviceInfo], vmfb: Path, demo: demos.Demo | None) -> MemorySampler:
-        """Multi-device GPU modules: calls through IREE's shipped tools (see tool_runner)."""
-        import iree.runtime as rt
-
-        self._event("info", "multi-device GPU module: calls run through iree-run-module/iree-benchmark-module")
-        self._set_state("loading")
-        started = time.perf_counter()
-        module = rt.VmModule.mmap(rt.VmInstance(), str(vmfb))
-        exported = [n for n in module.function_names if not n.startswith("__")]
-        name = self.config.function or (demo.function if demo else (exported[0] if exported else ""))
-        if name not in exported:
-            raise UsageError(f"no function {name!r} in the module (it exports: {', '.join(exported)})")
-        signature = signature_of(module.lookup_function(name))
-        self._phase(load_s=time.perf_counter() - started)
-        with self._lock:
-            self._function = name
-            self._result_types = tuple(str(t) for t in signature.outputs)
-        self.outcome.inputs = make_inputs(signature, list(self.config.inputs), self.config.seed)
-        runner = ToolModuleRun(devices, vmfb, name, self._save_inputs())
-        sampler = MemorySampler(devices, runner.pool_statistics, self._on_memory, self.config.sample_interval_s)
-        sampler.start()
-        try:
-            started = time.perf_counter()
-            outputs = runner.first_call(len(signature.outputs), cancel=self._stop)
-            self._phase(first_call_s=time.perf_counter() - started)
-            self.outcome.outputs = outputs
-            self.outcome.check = self._check(outputs, self.outcome.inputs, demo)
-            if self.outcome.check is not None:
-                verdict = "match" if self.outcome.check.passed else "DO NOT match"
-                self._event(
-                    "info" if self.outcome.check.passed else "error",
-                    f"outputs {verdict} the {self.outcome.check.reference}",
-                )
-            self._set_state("running")
-            remaining = self.config.iterations
-            while (remaining is None or remaining > 0) and not self._stop.is_set():
-                if not self._running.is_set():
-                    self._running.wait(0.1)
-                    continue
-                if self._profile_request.is_set():
-                    self._profile_request.clear()
-                    self._event(
-                        "warning",
-                        "profile: multi-device GPU runs go through the shipped tools; "
-                        "profile them with gputop on one device",
-                    )
-                batch = BATCH if remaining is None else min(BATCH, remaining)
-                for seconds in runner.call_batch(batch, cancel=self._stop):
-                    self._timer.add(seconds)
-                if remaining is not None:
-                    remaining -= batch
-                self._publish()
-            self._set_state("finished" if not self._stop.is_set() else "stopped")
-        except BaseException:
-            sampler.stop()
-            raise
-        finally:
-            started = time.perf_counter()
-            runner.close()
-            self._phase(teardown_s=time.perf_counter() - started)
-        return sampler
+        return session_tool.run_through_tool(self, devices, vmfb, demo)
 
     def _timed_calls(self, runner: Any, calls: int) -> list[float]:
         walls = []
