@@ -253,14 +253,6 @@ class OpenCLRun:
         )
         return [(self.device_info.id, (pool,))]
 
-    def free_memory_bytes(self) -> int | None:
-        """Free device memory where the driver says (AMD's extension); else None."""
-        try:
-            free_kib = self.device.get_info(self._cl.device_info.GLOBAL_FREE_MEMORY_AMD)
-            return int(free_kib[0] if isinstance(free_kib, list) else free_kib) * 1024
-        except Exception:
-            return None
-
     def close(self) -> None:
         for buffer in self.buffers.values():
             with contextlib.suppress(Exception):  # the context is going away anyway
