@@ -299,10 +299,8 @@ class Session:
             if self.outcome.check is not None:
                 verdict = "match" if self.outcome.check.passed else "DO NOT match"
                 level = "info" if self.outcome.check.passed else "error"
-                self._event(
-                    level,
-                    f"outputs {verdict} the NumPy reference (max abs err {self.outcome.check.max_abs_err:.3g})",
-                )
+                reference = self.outcome.check.reference
+                self._event(level, f"outputs {verdict} {reference} (max abs err {self.outcome.check.max_abs_err:.3g})")
             self._set_state("running")
             if self.config.capture_calls:
                 self._capture_request = self.config.capture_calls
@@ -397,7 +395,11 @@ class Session:
             return compare_outputs(outputs, expected, rtol=config.rtol, atol=config.atol, reference=names)
         if demo is not None and config.check and not config.inputs:
             return compare_outputs(
-                outputs, demo.reference(inputs), rtol=demo.rtol, atol=demo.atol, reference="NumPy reference"
+                outputs,
+                demo.reference(inputs),
+                rtol=demo.rtol,
+                atol=demo.atol,
+                reference=f"the NumPy reference of {demo.target}",
             )
         return None
 

@@ -53,7 +53,7 @@ def run_through_tool(session: Session, devices: list[DeviceInfo], vmfb: Path, de
             verdict = "match" if session.outcome.check.passed else "DO NOT match"
             session._event(
                 "info" if session.outcome.check.passed else "error",
-                f"outputs {verdict} the {session.outcome.check.reference}",
+                f"outputs {verdict} {session.outcome.check.reference}",
             )
         session._set_state("running")
         remaining = session.config.iterations
