@@ -44,6 +44,10 @@ bench: setup
 	mkdir -p bench/results
 	$(PY) bench/run_overhead.py --demo mlp --device local-task --iterations 100 --json bench/results/cpu-run_overhead.json
 	$(PY) bench/ui_lag.py --device local-task --seconds 20 --json bench/results/cpu-ui_lag.json
+	$(PY) bench/profile_overhead.py --device local-task --rounds 3 --calls 30 --json bench/results/cpu-profile_overhead.json
+	$(PY) bench/startup.py --device local-task --json bench/results/cpu-startup.json
+	$(PY) bench/own_cost.py --device local-task --seconds 30 --json bench/results/cpu-own_cost.json
+	$(PY) bench/params.py --device local-task --gib 1 --json bench/results/cpu-params.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -28,14 +28,19 @@ _POOL_LINE = re.compile(
 )
 
 
-def parameter_mode_for(backend: str) -> str:
-    """How to bring parameter files in on `backend`, fastest first.
+def parameter_mode_for(device: DeviceInfo) -> str:
+    """How to bring parameter files in on `device`, fastest first (bench/params.py, 1 GiB).
 
-    local-*: mmap, zero copy (0.2 ms for 256 MiB, PLATFORM.md). Vulkan cannot
-    take plain fds ("Vulkan fd file transfers require a proactor-backed async
-    file handle"), so GPUs read through the async file path, not a host copy.
+    CPU devices and software Vulkan (lavapipe) live in host memory: mmap is zero
+    copy (0.3 ms on local-task; 1.17 s vs 1.41 s async on lavapipe). CUDA: mmap
+    292 ms vs async 311 ms on an H200. NVIDIA Vulkan: async file reads 213 ms vs
+    mmap 241 ms, and plain fds are refused there ("Vulkan fd file transfers
+    require a proactor-backed async file handle"). A host copy is 3-4x slower
+    everywhere and never chosen.
     """
-    return "mmap" if backend.startswith("local") else "file_async"
+    if device.backend == "vulkan" and device.kind == "gpu":
+        return "file_async"
+    return "mmap"
 
 
 def parse_pool_statistics(device_id: str, text: str) -> tuple[PoolStats, ...]:
@@ -110,7 +115,7 @@ class IreeModuleRun:
         if not paths:
             return
         rt = self._rt
-        mode = parameter_mode_for(self.device_infos[0].backend)
+        mode = parameter_mode_for(self.device_infos[0])
         index = rt.ParameterIndex()
         for path in paths:
             kind = PARAMETER_SUFFIXES.get(path.suffix)
