@@ -21,28 +21,32 @@ DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-5
 
 
-def load_reference(path: Path) -> np.ndarray:
-    """A reference tensor from `.npy` or an ONNX `TensorProto` `.pb` file."""
+def load_tensor_file(path: Path, what: str = "reference") -> np.ndarray:
+    """A tensor from `.npy` or an ONNX `TensorProto` `.pb` file (for inputs and references)."""
     if not path.exists():
-        raise UsageError(f"reference {path}: no such file")
+        raise UsageError(f"{what} {path}: no such file")
     if path.suffix == ".npy":
         try:
             return np.load(path, allow_pickle=False)
         except (ValueError, OSError) as exc:
-            raise UsageError(f"reference {path}: not a valid .npy file ({exc})") from None
+            raise UsageError(f"{what} {path}: not a valid .npy file ({exc})") from None
     if path.suffix == ".pb":
         try:
             import onnx
             from onnx import numpy_helper
         except ImportError:
-            raise UsageError(f"reference {path}: reading .pb tensors needs the onnx package") from None
+            raise UsageError(f"{what} {path}: reading .pb tensors needs the onnx package") from None
         tensor = onnx.TensorProto()
         try:
             tensor.ParseFromString(path.read_bytes())
         except Exception as exc:
-            raise UsageError(f"reference {path}: not an ONNX TensorProto ({exc})") from None
+            raise UsageError(f"{what} {path}: not an ONNX TensorProto ({exc})") from None
         return np.asarray(numpy_helper.to_array(tensor))
-    raise UsageError(f"reference {path}: use a .npy or .pb file")
+    raise UsageError(f"{what} {path}: use a .npy or .pb file")
+
+
+def load_reference(path: Path) -> np.ndarray:
+    return load_tensor_file(path, "reference")
 
 
 def compare_outputs(

@@ -34,15 +34,12 @@ def random_input(kind: TensorType, rng: np.random.Generator) -> np.ndarray:
 
 
 def load_array_file(path: Path) -> np.ndarray:
-    """A `.npy` file as an array, with one-line errors for the usual mistakes."""
-    if not path.exists():
-        raise UsageError(f"input file {path}: no such file")
-    if path.suffix == ".npy":
-        try:
-            return np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise UsageError(f"input file {path}: not a valid .npy file ({exc})") from None
-    raise UsageError(f"input file {path}: use a .npy file, or TYPE=@file.bin for raw bytes")
+    """A `.npy` or ONNX `.pb` tensor file as an array, with one-line errors."""
+    from gputop.core.check import load_tensor_file
+
+    if path.suffix not in (".npy", ".pb") and path.exists():
+        raise UsageError(f"input file {path}: use a .npy or .pb file, or TYPE=@file.bin for raw bytes")
+    return load_tensor_file(path, "input file")
 
 
 def parse_input(text: str) -> np.ndarray:

@@ -174,7 +174,9 @@ class IreeModuleRun:
         return self.signature
 
     def exported_functions(self) -> list[str]:
-        return [n for n in self.module.function_names if not n.startswith("__")]
+        names = [n for n in self.module.function_names if not n.startswith("__")]
+        # IREE adds "NAME$async" beside each sync export of imported models; callers want NAME.
+        return [n for n in names if not (n.endswith("$async") and n.removesuffix("$async") in names)]
 
     def default_function(self) -> str:
         names = self.exported_functions()

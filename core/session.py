@@ -30,6 +30,7 @@ from gputop.core.devices import resolve_device
 from gputop.core.errors import GputopError, Interrupted, RuntimeFailure, UsageError
 from gputop.core.inputs import DEFAULT_SEED, make_inputs
 from gputop.core.memory import MemorySampler
+from gputop.core.onnx_import import OPSET, graph_signature, import_onnx
 from gputop.core.opencl_runner import OpenCLCall, OpenCLRun, StageTimings
 from gputop.core.paths import new_session_dir
 from gputop.core.profiles import DispatchEvent
@@ -284,6 +285,9 @@ class Session:
                 self._function = signature.name
                 self._result_types = tuple(str(t) for t in signature.outputs)
 
+            if self.config.target.endswith(".onnx") and not signature.declared and not self.config.inputs:
+                # Imported models carry no declaration: their graph says what they take.
+                signature = graph_signature(Path(self.config.target), signature.name)
             inputs = make_inputs(signature, list(self.config.inputs), self.config.seed)
             self.outcome.inputs = inputs
             runner.upload(inputs)
@@ -345,10 +349,15 @@ class Session:
         flags = tuple(flags) + self.config.extra_compile_flags
         if demo is not None:
             source_path, source_bytes = Path(f"{demo.name}.mlir"), demo.source()
+        elif target.endswith(".onnx"):
+            self._event("info", f"importing {target} (ONNX, opset {OPSET})")
+            imported, seconds, hit = import_onnx(Path(target), self.session_dir)
+            self._event("info", "import cache hit" if hit else f"imported in {seconds:.2f} s: {imported}")
+            source_path, source_bytes = imported, None
         else:
             source_path, source_bytes = Path(target), None
             if source_path.suffix not in (".mlir", ".mlirbc"):
-                raise UsageError(f"{target}: expected a .mlir or .vmfb file or a demo:NAME")
+                raise UsageError(f"{target}: expected a .mlir, .onnx or .vmfb file or a demo:NAME")
         self._event("info", f"compiling {target} for {device.id}")
         try:
             compiled = compile_module(

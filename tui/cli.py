@@ -358,10 +358,12 @@ def _check_target(target: str) -> None:
             demo_for(target)
         return
     path = Path(target)
-    if path.suffix not in (".mlir", ".mlirbc", ".vmfb", ".toml"):
+    if path.suffix not in (".mlir", ".mlirbc", ".vmfb", ".toml", ".onnx"):
         if not path.exists():
-            raise UsageError(f"{target}: no such file (targets are .mlir, .vmfb, an OpenCL .toml spec or demo:NAME)")
-        raise UsageError(f"{target}: expected a .mlir or .vmfb file, an OpenCL .toml run spec or a demo:NAME")
+            raise UsageError(
+                f"{target}: no such file (targets are .mlir, .onnx, .vmfb, an OpenCL .toml spec or demo:NAME)"
+            )
+        raise UsageError(f"{target}: expected a .mlir, .onnx or .vmfb file, an OpenCL .toml run spec or a demo:NAME")
     if not path.exists():
         raise UsageError(f"{target}: no such file")
 

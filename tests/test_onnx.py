@@ -1,0 +1,92 @@
+"""ONNX models in: the onnx package's own test models, imported, run and checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from conftest import assert_one_line_error, run_gputop, run_json
+
+DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
+SINGLE_LAYER = ["test_Conv2d", "test_Linear", "test_Softmax", "test_BatchNorm2d_eval", "test_MaxPool2d"]
+
+
+def case(name: str) -> tuple[Path, Path, Path]:
+    folder = DATA / "pytorch-converted" / name
+    return folder / "model.onnx", folder / "test_data_set_0" / "input_0.pb", folder / "test_data_set_0" / "output_0.pb"
+
+
+@pytest.mark.parametrize("name", SINGLE_LAYER)
+def test_single_layer_models_match_their_outputs(name: str) -> None:
+    model, given, expected = case(name)
+    proc, report = run_json(str(model), "--device", "cpu", "-n", "2", "--input", f"@{given}", "--check", str(expected))
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"], report["check"]
+    assert report["outputs"][0]["shape"] == list(np.asarray(onnx.numpy_helper.to_array(
+        onnx.load_tensor(str(expected)))).shape)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SINGLE_LAYER)
+def test_single_layer_models_on_lavapipe(name: str, vulkan_device: str) -> None:
+    model, given, expected = case(name)
+    proc, report = run_json(
+        str(model), "--device", vulkan_device, "-n", "1", "--input", f"@{given}", "--check", str(expected)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"]
+
+
+def test_light_squeezenet_with_its_dummy_input(tmp_path: Path) -> None:
+    model = DATA / "light" / "light_squeezenet.onnx"
+    # The light models' expected outputs belong to the input arange(n)/n reshaped.
+    x = (np.arange(3 * 224 * 224, dtype=np.float32) / (3 * 224 * 224)).reshape(1, 3, 224, 224)
+    np.save(tmp_path / "x.npy", x)
+    proc, report = run_json(
+        str(model), "--device", "cpu", "-n", "1", "--input", f"@{tmp_path / 'x.npy'}",
+        "--check", str(DATA / "light" / "light_squeezenet_output_0.pb"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"] and report["outputs"][0]["shape"] == [1, 1000, 1, 1]
+
+
+def test_inputs_come_from_the_graph_and_imports_are_cached() -> None:
+    model, _, _ = case("test_ReLU")
+    first = run_gputop("run", str(model), "--device", "cpu", "-n", "1")
+    assert first.returncode == 0, first.stderr
+    assert "output 0  2x3x4x5 float32" in first.stdout
+    second = run_gputop("run", str(model), "--device", "cpu", "-n", "1")
+    assert "import cache hit" in second.stderr
+
+
+def save_model(path: Path, node: onnx.NodeProto, dims: list[int | str]) -> Path:
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_dynamic_dimension_asks_for_input(tmp_path: Path) -> None:
+    model = save_model(tmp_path / "dyn.onnx", helper.make_node("Relu", ["x"], ["y"]), ["batch", 4])
+    proc = run_gputop("run", str(model), "--device", "cpu", "-n", "1")
+    assert_one_line_error(proc, 2, "dynamic dimension 'batch'", "--input")
+
+
+def test_not_a_model(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.onnx"
+    fake.write_bytes(b"\x08\x07" + b"this is not protobuf at all" * 20)
+    assert_one_line_error(run_gputop("run", str(fake), "--device", "cpu"), 2, "not an ONNX model")
+
+
+def test_unsupported_op(tmp_path: Path) -> None:
+    model = save_model(tmp_path / "odd.onnx", helper.make_node("NoSuchOperator", ["x"], ["y"]), [2, 4])
+    proc = run_gputop("run", str(model), "--device", "cpu", "-n", "1")
+    line = assert_one_line_error(proc, 3, "odd.onnx")
+    assert "full log:" in line
