@@ -79,7 +79,7 @@ def test_wrong_extension(tmp_path: Path) -> None:
     other = tmp_path / "model.txt"
     other.write_text("hello")
     proc = run_gputop("run", str(other), "--device", "cpu")
-    assert_one_line_error(proc, 2, "expected a .mlir or .vmfb")
+    assert_one_line_error(proc, 2, "expected a .mlir, .onnx or .vmfb")
 
 
 @pytest.mark.parametrize(
