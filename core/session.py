@@ -288,6 +288,8 @@ class Session:
             if self.config.target.endswith(".onnx") and not signature.declared and not self.config.inputs:
                 # Imported models carry no declaration: their graph says what they take.
                 signature = graph_signature(Path(self.config.target), signature.name)
+                with self._lock:
+                    self._result_types = tuple(str(t) for t in signature.outputs)
             inputs = make_inputs(signature, list(self.config.inputs), self.config.seed)
             self.outcome.inputs = inputs
             runner.upload(inputs)

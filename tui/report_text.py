@@ -139,7 +139,12 @@ def run_report(report: dict[str, Any]) -> str:
             f"kernels   {profile.get('source')} over {profile.get('calls')} calls: "
             f"{report['call_kernel_ms']:.3f} ms kernel time per call"
             + (
-                f" of {report['call_wall_ms']:.3f} ms synced (gap {report['call_gap_ms']:.3f} ms)"
+                f" of {report['call_wall_ms']:.3f} ms synced ("
+                + (
+                    f"gap {report['call_gap_ms']:.3f} ms)"
+                    if report["call_gap_ms"] >= 0
+                    else "dispatches overlap: their summed time exceeds the call)"
+                )
                 if report.get("call_wall_ms") is not None
                 else ""
             )

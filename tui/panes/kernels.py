@@ -48,21 +48,25 @@ class KernelsPane(Vertical):
         hint.update("profiling...")
         summary.display = True
         wall = f" of {profile.call_wall_ms:.3f} ms synced" if profile.call_wall_ms is not None else ""
-        gap = f", gap {profile.gap_ms:.3f} ms" if profile.gap_ms is not None else ""
+        gap = ""
+        if profile.gap_ms is not None:
+            gap = f", gap {profile.gap_ms:.3f} ms" if profile.gap_ms >= 0 else " (dispatches overlap)"
         timing = profile.kernels[0].timing if profile.kernels else ""
         summary.update(
             f"{profile.source}, {timing}, {profile.calls} calls\n"
             f"kernels {profile.call_kernel_ms:.3f} ms per call{wall}{gap}"
         )
-        prefix = f"{snapshot.function}_" if snapshot.function else ""
-        rows = {k.name: kernel_cells(k, prefix) for k in profile.kernels}
+        rows = {k.name: kernel_cells(k, snapshot.function or "") for k in profile.kernels}
         self.query_one("#kernels-table", KeyedTable).sync(rows)
 
 
-def kernel_cells(kernel: KernelTiming, prefix: str = "") -> tuple[str, ...]:
-    # The function name prefixes every dispatch name; the header already says it.
+def kernel_cells(kernel: KernelTiming, function: str = "") -> tuple[str, ...]:
+    # The function name (and IREE's "$async" suffix) prefixes every dispatch name; the header says it.
+    name = kernel.name
+    if function:
+        name = name.removeprefix(f"{function}$async_").removeprefix(f"{function}_")
     return (
-        kernel.name.removeprefix(prefix),
+        name,
         f"{kernel.share * 100:.1f}%",
         us(kernel.avg_us),
         str(kernel.count),
