@@ -59,12 +59,7 @@ def cuda_rounds(vmfb: str, device_spec: str, function: str, inputs: list[str], c
     runner.upload([parse_input(i) for i in inputs])
 
     def timed() -> list[float]:
-        walls = []
-        for _ in range(calls):
-            started = time.perf_counter()
-            runner.call()
-            walls.append(time.perf_counter() - started)
-        return walls
+        return runner.timed_calls(calls)
 
     timed()  # warm up
     off, on = [], []

@@ -11,6 +11,7 @@ refuses to import host pointers that are not 4096-byte aligned).
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,15 @@ class IreeModuleRun:
         if result is None:
             return []
         return list(result) if isinstance(result, (tuple, list)) else [result]
+
+    def timed_calls(self, calls: int) -> list[float]:
+        """`calls` calls, each one's synced wall time in seconds (results dropped at once)."""
+        walls = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            self.call()
+            walls.append(time.perf_counter() - started)
+        return walls
 
     def read_back(self, results: list[Any]) -> list[np.ndarray]:
         return [self._to_numpy(r) for r in results]

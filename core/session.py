@@ -474,14 +474,6 @@ class Session:
     def _run_through_tool(self, devices: list[DeviceInfo], vmfb: Path, demo: demos.Demo | None) -> MemorySampler:
         return session_tool.run_through_tool(self, devices, vmfb, demo)
 
-    def _timed_calls(self, runner: Any, calls: int) -> list[float]:
-        walls = []
-        for _ in range(calls):
-            started = time.perf_counter()
-            runner.call()
-            walls.append(time.perf_counter() - started)
-        return walls
-
     def _save_inputs(self) -> list[str]:
         """The session's inputs as .npy files for the profiling tool (written once)."""
         if not self._input_files:

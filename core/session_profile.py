@@ -31,7 +31,7 @@ def take_profile(session: Session, runner: Any, calls: int) -> None:
     session._event("info", f"profiling {calls} calls on {device.id}...")
     try:
         if device.backend == "cuda":
-            events, walls = record_kernels(lambda: session._timed_calls(runner, calls))
+            events, walls = record_kernels(lambda: runner.timed_calls(calls))
             trace = write_trace(
                 events, device.id, session.session_dir / f"profile-{time.strftime('%H%M%S')}.trace.json"
             )

@@ -130,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--capture",
         type=int,
+        nargs="?",
+        const=1,
         default=0,
         metavar="N",
         help="RenderDoc capture of N calls after the first (Vulkan); verified and listed under captures",
