@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from gputop.core.devices import resolve_device
-from gputop.core.profiles import PROFILING_MODES, device_uri, runtime_tool
+from gputop.core.profiles import PROFILING_MODES, benchmark_call_ms, device_uri, runtime_tool
 
 
 def tool_round(vmfb: str, device: str, function: str, inputs: list[str], calls: int, profile: Path | None) -> float:
@@ -39,12 +39,7 @@ def tool_round(vmfb: str, device: str, function: str, inputs: list[str], calls: 
             mode = PROFILING_MODES[device.split(":")[0].split("/")[0]]
             command += [f"--device_profiling_mode={mode}", f"--device_profiling_output={profile}"]
         subprocess.run(command, check=True, capture_output=True)
-        data = json.loads(out.read_text())
-    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
-    times = [
-        b["real_time"] * scale[b.get("time_unit", "ns")] for b in data["benchmarks"] if b["run_type"] == "iteration"
-    ]
-    return statistics.median(times)
+        return statistics.median(benchmark_call_ms(out))
 
 
 def cuda_rounds(vmfb: str, device_spec: str, function: str, inputs: list[str], calls: int, rounds: int):

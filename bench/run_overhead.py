@@ -24,13 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from gputop.core.devices import resolve_device
+from gputop.core.profiles import benchmark_call_ms, device_uri
 from gputop.core.session import RunConfig, Session
-
-
-def iree_device_uri(device: str) -> str:
-    backend, _, index = device.partition(":")
-    backend = {"cpu": "local-task"}.get(backend, backend)
-    return backend if index in ("", "0") else f"{backend}://{index}"
 
 
 def benchmark_tool_p50(vmfb: str, device: str, function: str, inputs: list[str], iterations: int) -> dict[str, Any]:
@@ -39,18 +35,13 @@ def benchmark_tool_p50(vmfb: str, device: str, function: str, inputs: list[str],
         out = Path(tmp) / "bm.json"
         command = [
             sys.executable, "-m", "iree._runtime.scripts.iree_benchmark_module.__main__",
-            f"--module={vmfb}", f"--device={iree_device_uri(device)}", f"--function={function}",
+            f"--module={vmfb}", f"--device={device_uri(resolve_device(device))}", f"--function={function}",
             *[f"--input={i}" for i in inputs],
             "--benchmark_min_time=1x", f"--benchmark_repetitions={iterations}",
             f"--benchmark_out={out}", "--benchmark_out_format=json",
         ]  # fmt: skip
         subprocess.run(command, check=True, capture_output=True, text=True)
-        data = json.loads(out.read_text())
-    times = [
-        b["real_time"] * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
-        for b in data["benchmarks"]
-        if b.get("run_type") == "iteration"
-    ]
+        times = benchmark_call_ms(out)
     return {"count": len(times), "p50_ms": statistics.median(times), "min_ms": min(times)}
 
 

@@ -303,16 +303,25 @@ def profile_with_ireeprof(
     return summary, events
 
 
-def _call_wall_ms(path: Path) -> float | None:
-    """Mean synced wall time of one call over the benchmark tool's repetitions."""
+def benchmark_call_ms(path: Path) -> list[float]:
+    """Each call's synced wall time (ms) from `iree-benchmark-module --benchmark_out` JSON.
+
+    With `--benchmark_min_time=1x` every repetition is one call; an unreadable
+    file gives no times.
+    """
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
-        return None
+        return []
     scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
-    times = [
+    return [
         b["real_time"] * scale.get(b.get("time_unit", "ns"), 1e-6)
         for b in data.get("benchmarks", [])
         if b.get("run_type") == "iteration"
     ]
+
+
+def _call_wall_ms(path: Path) -> float | None:
+    """Mean synced wall time of one call over the benchmark tool's repetitions."""
+    times = benchmark_call_ms(path)
     return statistics.fmean(times) if times else None

@@ -12,7 +12,6 @@ batches through `iree-benchmark-module` (one synced call per repetition).
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 import threading
@@ -23,7 +22,7 @@ import numpy as np
 from gputop.core.devices import first_line
 from gputop.core.errors import RuntimeFailure
 from gputop.core.processes import run_logged
-from gputop.core.profiles import device_uri, runtime_tool
+from gputop.core.profiles import benchmark_call_ms, device_uri, runtime_tool
 from gputop.core.records import DeviceInfo, PoolStats
 
 BATCH = 20
@@ -84,13 +83,7 @@ class ToolModuleRun:
             "--benchmark_out_format=json",
         ]
         self._run(command, cancel)
-        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-        data = json.loads(out.read_text())
-        return [
-            b["real_time"] * scale.get(b.get("time_unit", "ns"), 1e-9)
-            for b in data["benchmarks"]
-            if b.get("run_type") == "iteration"
-        ]
+        return [ms / 1e3 for ms in benchmark_call_ms(out)]
 
     def pool_statistics(self) -> list[tuple[str, tuple[PoolStats, ...]]]:
         return []  # the allocators live in the child process; NVML still sees the devices
