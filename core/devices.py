@@ -24,7 +24,6 @@ from gputop.core.targets import compile_target_for
 IREE_BACKENDS = ("local-task", "local-sync", "vulkan", "cuda", "hip")
 GPU_BACKENDS = ("cuda", "vulkan", "hip")
 ALIASES = {"cpu": "local-task", "local": "local-task"}
-RUN_BACKENDS = (*IREE_BACKENDS,)
 
 # Set once IREE's Vulkan driver (and so a Vulkan instance) exists in this process:
 # RenderDoc must be loaded before that to capture anything.
