@@ -301,12 +301,7 @@ class Session:
             del results  # device arrays must not outlive the runner's teardown
             self._phase(first_call_s=time.perf_counter() - started)
             self.outcome.outputs = outputs
-            self.outcome.check = self._check(outputs, inputs, demo)
-            if self.outcome.check is not None:
-                verdict = "match" if self.outcome.check.passed else "DO NOT match"
-                level = "info" if self.outcome.check.passed else "error"
-                reference = self.outcome.check.reference
-                self._event(level, f"outputs {verdict} {reference} (max abs err {self.outcome.check.max_abs_err:.3g})")
+            self._record_check(self._check(outputs, inputs, demo))
             self._set_state("running")
             if self.config.capture_calls:
                 self._capture_request = self.config.capture_calls
@@ -413,6 +408,14 @@ class Session:
                 reference=f"the NumPy reference of {demo.target}",
             )
         return None
+
+    def _record_check(self, check: OutputCheck | None) -> None:
+        """Keep the outcome of an output check and say it in the log, one line."""
+        self.outcome.check = check
+        if check is not None:
+            verdict = "match" if check.passed else "DO NOT match"
+            level = "info" if check.passed else "error"
+            self._event(level, f"outputs {verdict} {check.reference} (max abs err {check.max_abs_err:.3g})")
 
     def _call_loop(self, runner: Any) -> None:
         remaining = self.config.iterations

@@ -65,12 +65,11 @@ def start_opencl(session: Session) -> tuple[OpenCLRun, MemorySampler]:
     if spec.check is not None:
         output = runner.read_buffer(spec.check.output)
         session.outcome.outputs = [output]
-        session.outcome.check = compare_outputs(
+        check = compare_outputs(
             [output], [expected_output(spec, runner.initial)], rtol=spec.check.rtol, atol=spec.check.atol,
             reference=f"check.expect {spec.check.expect!r}",
         )  # fmt: skip
-        verdict = "match" if session.outcome.check.passed else "DO NOT match"
-        session._event("info" if session.outcome.check.passed else "error", f"outputs {verdict} {spec.check.expect!r}")
+        session._record_check(check)
     session.outcome.inputs = [runner.initial[b.name] for b in spec.buffers]
     if demos.is_demo(target):
         stages = runner.stage_timings()

@@ -48,13 +48,7 @@ def run_through_tool(session: Session, devices: list[DeviceInfo], vmfb: Path, de
         outputs = runner.first_call(len(signature.outputs), cancel=session._stop)
         session._phase(first_call_s=time.perf_counter() - started)
         session.outcome.outputs = outputs
-        session.outcome.check = session._check(outputs, session.outcome.inputs, demo)
-        if session.outcome.check is not None:
-            verdict = "match" if session.outcome.check.passed else "DO NOT match"
-            session._event(
-                "info" if session.outcome.check.passed else "error",
-                f"outputs {verdict} {session.outcome.check.reference}",
-            )
+        session._record_check(session._check(outputs, session.outcome.inputs, demo))
         session._set_state("running")
         remaining = session.config.iterations
         while (remaining is None or remaining > 0) and not session._stop.is_set():
