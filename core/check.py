@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from gputop.core.errors import UsageError
+from gputop.core.files import require_file
 from gputop.core.records import OutputCheck
 
 DEFAULT_RTOL = 1e-4
@@ -23,8 +24,7 @@ DEFAULT_ATOL = 1e-5
 
 def load_tensor_file(path: Path, what: str = "reference") -> np.ndarray:
     """A tensor from `.npy` or an ONNX `TensorProto` `.pb` file (for inputs and references)."""
-    if not path.exists():
-        raise UsageError(f"{what} {path}: no such file")
+    require_file(path, what)
     if path.suffix == ".npy":
         try:
             return np.load(path, allow_pickle=False)

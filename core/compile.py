@@ -10,9 +10,11 @@ compiler output is kept in a log file; the user sees one line per error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import os
+import re
 import shutil
 import threading
 import time
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from gputop.core.diagnostics import looks_like_crash, parse_diagnostics
 from gputop.core.errors import CompileError, UsageError
+from gputop.core.files import require_file
 from gputop.core.paths import cache_dir
 from gputop.core.processes import run_logged
 from gputop.core.records import Diagnostic
@@ -66,12 +69,8 @@ def find_compiler() -> str:
 
 def read_source(path: Path) -> bytes:
     """The bytes of a source file, or a UsageError naming what is wrong with it."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
-    if path.is_dir():
-        raise UsageError(f"{path}: is a directory, not a module file")
+    size = require_file(path)
     try:
-        size = path.stat().st_size
         if size > MAX_SOURCE_BYTES:
             raise UsageError(f"{path}: {size} bytes is too large for a source module (limit 2 GiB)")
         data = path.read_bytes()
@@ -111,7 +110,13 @@ def compile_module(
     log_root.mkdir(parents=True, exist_ok=True)
     log_path = log_root / f"compile-{key[:12]}.log"
     if use_cache and cached.exists() and cached.stat().st_size > 0:
-        return CompiledModule(cached, flags, key, True, 0.0, (), None)
+        # The first compile's log travels with the module: this session gets its copy and warnings.
+        cached_log = cached.with_suffix(".log")
+        if not cached_log.exists():
+            return CompiledModule(cached, flags, key, True, 0.0, (), None)
+        shutil.copyfile(cached_log, log_path)
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+        return CompiledModule(cached, flags, key, True, 0.0, tuple(parse_diagnostics(text, log_path=str(log_path))), log_path)
 
     bad = known_bad_target(flags)
     cached.parent.mkdir(parents=True, exist_ok=True)
@@ -128,7 +133,10 @@ def compile_module(
     diagnostics = tuple(parse_diagnostics(text, log_path=str(log_path)))
     if returncode != 0 or not partial.exists():
         partial.unlink(missing_ok=True)
-        raise _compile_failure(text, returncode, diagnostics, log_path, bad)
+        raise _compile_failure(text, returncode, diagnostics, log_path, bad, data)
+    with contextlib.suppress(OSError):  # the log is a convenience of later cache hits
+        shutil.copyfile(log_path, cached.with_suffix(".log.partial"))
+        os.replace(cached.with_suffix(".log.partial"), cached.with_suffix(".log"))
     os.replace(partial, cached)
     return CompiledModule(cached, flags, key, False, elapsed, diagnostics, log_path)
 
@@ -139,6 +147,7 @@ def _compile_failure(
     diagnostics: tuple[Diagnostic, ...],
     log_path: Path,
     bad: KnownBadTarget | None,
+    source: bytes = b"",
 ) -> CompileError:
     hint = ""
     if bad is not None:
@@ -152,8 +161,23 @@ def _compile_failure(
         errors = [d for d in diagnostics if d.severity == "error"]
         if errors:
             first = errors[0].one_line().removeprefix("error: ")
-            error = CompileError(first + hint, log_path=str(log_path))
+            error = CompileError(first + _quoted_line(errors[0].location, source) + hint, log_path=str(log_path))
         else:
             error = CompileError(f"the compiler failed (exit {returncode}){hint}", log_path=str(log_path))
     error.diagnostics = diagnostics
     return error
+
+
+def _quoted_line(location: str | None, source: bytes, width: int = 80) -> str:
+    """`: `the source line`` for a `file:line:col` location in the module's own text, else ""."""
+    match = re.search(r":(\d+):\d+$", location or "")
+    if match is None or source.startswith(b"ML\xefR"):
+        return ""
+    lines = source.split(b"\n")
+    number = int(match.group(1))
+    if not 1 <= number <= len(lines):
+        return ""
+    text = lines[number - 1].decode("utf-8", errors="replace").strip()
+    if not text:
+        return ""
+    return f": `{text[: width - 3] + '...' if len(text) > width else text}`"

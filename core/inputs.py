@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from gputop.core.errors import UsageError
+from gputop.core.files import require_file
 from gputop.core.signature import DTYPES, FunctionSignature, TensorType, parse_tensor_type
 
 DEFAULT_SEED = 0
@@ -64,8 +65,7 @@ def parse_input(text: str) -> np.ndarray:
     value = value.strip()
     if value.startswith("@"):
         raw = Path(value[1:])
-        if not raw.exists():
-            raise UsageError(f"input file {raw}: no such file")
+        require_file(raw, "input file")
         data = np.fromfile(raw, dtype=dtype)
         if data.size != count:
             raise UsageError(f"input file {raw}: has {data.size} values of {dtype}, {kind} needs {count}")

@@ -19,6 +19,7 @@ import numpy as np
 
 from gputop.core.devices import first_line
 from gputop.core.errors import RuntimeFailure, UsageError
+from gputop.core.files import require_file
 from gputop.core.records import DeviceInfo, PoolStats
 from gputop.core.signature import FunctionSignature, signature_of
 
@@ -76,6 +77,7 @@ class IreeModuleRun:
         self.module: Any = None
         self.parameters_module: Any = None
         self.parameter_mode: str | None = None
+        self.parameter_files: list[Path] = []
         self.context: Any = None
         self.invoker: Any = None
         self.signature: FunctionSignature | None = None
@@ -102,10 +104,7 @@ class IreeModuleRun:
 
     def load_module(self, vmfb: Path) -> None:
         rt = self._rt
-        if not vmfb.exists():
-            raise UsageError(f"{vmfb}: no such file")
-        if vmfb.stat().st_size == 0:
-            raise UsageError(f"{vmfb}: file is empty")
+        require_file(vmfb)
         self.instance = rt.VmInstance()
         try:
             self.module = rt.VmModule.mmap(self.instance, str(vmfb))
@@ -122,10 +121,7 @@ class IreeModuleRun:
             kind = PARAMETER_SUFFIXES.get(path.suffix)
             if kind is None:
                 raise UsageError(f"{path}: parameter files must be .irpa, .safetensors or .gguf")
-            if not path.exists():
-                raise UsageError(f"{path}: no such file")
-            if path.stat().st_size == 0:
-                raise UsageError(f"{path}: file is empty")
+            require_file(path, "parameter file")
             try:
                 if mode == "mmap":
                     index.load(str(path))
@@ -134,6 +130,7 @@ class IreeModuleRun:
             except Exception as exc:
                 raise RuntimeFailure(f"{path}: not a valid {kind} parameter file ({first_line(str(exc))})") from None
         self.parameter_mode = mode
+        self.parameter_files = list(paths)
         provider = index.create_provider(scope=scope)
         self.parameters_module = rt.create_io_parameters_module(self.instance, provider)
 
@@ -160,6 +157,11 @@ class IreeModuleRun:
                 )
             elif "executable format" in message or "no supported executable" in message.lower():
                 message = f"the module was not compiled for {self.device_infos[0].id}: {message}"
+            elif missing := re.search(r"no parameter found in index with key '([^']*)'", message):
+                files = ", ".join(p.name for p in self.parameter_files) or "no parameter file (--params)"
+                message = f"the module needs parameter '{missing.group(1)}', which is not in {files}"
+            elif "'io_parameters' not registered" in message:
+                message = "the module reads its weights from a parameter file: give it with --params FILE.irpa"
             elif "parameter" in message.lower() and "not found" in message.lower():
                 message = f"a parameter the module needs is missing: {message}"
             raise RuntimeFailure(f"context creation failed: {message}") from None

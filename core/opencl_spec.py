@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from gputop.core.errors import UsageError
+from gputop.core.files import require_file
 
 INITS = ("zeros", "ones", "random", "arange")
 
@@ -113,8 +114,7 @@ def _sizes(value: Any, where: str) -> tuple[int, ...]:
 
 def load_spec(path: Path) -> RunSpec:
     """Read and check a run spec; every problem is one line naming the field."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
+    require_file(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:

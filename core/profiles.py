@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.errors import GputopError, UsageError
+from gputop.core.errors import GputopError
+from gputop.core.files import require_file
 from gputop.core.processes import run_logged
 from gputop.core.records import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
 
@@ -198,9 +199,7 @@ def chrome_trace(events: list[DispatchEvent], device_id: str) -> dict[str, Any]:
 
 def decode_bundle(path: Path) -> tuple[list[DispatchEvent], list[PoolUsage]]:
     """Dispatch events and pools of an `.ireeprof` bundle, via `iree-profile export`."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
-    if path.stat().st_size == 0:
+    if require_file(path, allow_empty=True) == 0:
         raise ProfileError(f"{path}: empty profile bundle")
     proc = subprocess.run(
         [runtime_tool("iree-profile"), "export", "--format=ireeperf-jsonl", "--output=-", str(path)],

@@ -281,4 +281,5 @@ class RunSnapshot:
     device_names: tuple[tuple[str, str], ...] = ()  # (compiler device name, gputop device id)
     captures: tuple[CaptureInfo, ...] = ()
     renderdoc: str | None = None  # "RenderDoc 1.6.0 loaded", or why capture is unavailable
+    seq: int = 0  # numbered as published, so a gap in a session's samples.jsonl shows a lost line
     timestamp: float = field(default_factory=now)

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import DeviceUnavailableError, GputopError, UsageError
+from gputop.core.errors import DeviceUnavailableError, GputopError
+from gputop.core.files import require_file
 from gputop.core.records import CaptureInfo
 
 API_1_6_0 = 10600
@@ -194,9 +195,7 @@ def _verifier_env() -> dict[str, str]:
 
 def capture_info(path: Path, timeout: float = 300.0) -> CaptureInfo:
     """Verify a capture in another process (renderdoccmd convert) and count its dispatches."""
-    if not path.exists():
-        raise UsageError(f"{path}: no such file")
-    size = path.stat().st_size
+    size = require_file(path, allow_empty=True)
     with open(path, "rb") as handle:
         magic = handle.read(4)
     if size < 64 or magic != b"RDOC":

@@ -15,6 +15,7 @@ from typing import Any
 from gputop.core.errors import UsageError
 from gputop.core.records import (
     CallStats,
+    CaptureInfo,
     DeviceInfo,
     DeviceMemory,
     Diagnostic,
@@ -111,9 +112,21 @@ def snapshot_from_json(data: dict[str, Any]) -> RunSnapshot:
             enqueue=CallStats(**{**data["enqueue"], "recent_ms": _tuple(data["enqueue"].get("recent_ms"))})
             if data.get("enqueue")
             else None,
+            captures=tuple(
+                CaptureInfo(
+                    **{
+                        **c,
+                        "dispatch_names": _tuple(c.get("dispatch_names")),
+                        "gpu_durations_us": _tuple(c.get("gpu_durations_us")),
+                    }
+                )
+                for c in data.get("captures", ())
+            ),
+            renderdoc=data.get("renderdoc"),
+            seq=int(data.get("seq", 0)),
             timestamp=data["timestamp"],
         )
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"not a gputop snapshot record ({exc})") from None
 
 

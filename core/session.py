@@ -34,6 +34,7 @@ from gputop.core.onnx_import import OPSET, graph_signature, import_onnx
 from gputop.core.opencl_runner import OpenCLCall, OpenCLRun, StageTimings
 from gputop.core.paths import new_session_dir
 from gputop.core.profiles import DispatchEvent
+from gputop.core.record import SessionRecord
 from gputop.core.records import (
     CallStats,
     CaptureInfo,
@@ -106,6 +107,10 @@ class Session:
         self.config = config
         self.session_dir = config.session_dir or new_session_dir(label=_label(config.target))
         self.session_dir.mkdir(parents=True, exist_ok=True)
+        self.record = SessionRecord(self.session_dir, config)
+        self.report: dict[str, Any] | None = None  # report.json's content, once the run has ended
+        self._published = 0
+        self._interrupt_code: int | None = None
         self._lock = threading.RLock()
         self._subscribers: list[Subscriber] = []
         self._stop = threading.Event()
@@ -188,8 +193,14 @@ class Session:
     def profile(self) -> ProfileSummary | None:
         return self._profile
 
-    def stop(self) -> None:
-        """Ask the run to end after the call in flight; teardown still runs."""
+    def stop(self, exit_code: int | None = None) -> None:
+        """Ask the run to end after the call in flight; teardown still runs.
+
+        `exit_code` (130 or 143) says a signal ended it: the record then says
+        `interrupted` with that code instead of `stopped`.
+        """
+        if exit_code is not None and self._interrupt_code is None:
+            self._interrupt_code = exit_code
         self._stop.set()
         self._running.set()
 
@@ -200,6 +211,10 @@ class Session:
     def snapshot(self) -> RunSnapshot:
         with self._lock:
             return self._snapshot
+
+    @property
+    def interrupt_code(self) -> int | None:
+        return self._interrupt_code
 
     @property
     def error(self) -> GputopError | None:
@@ -247,6 +262,7 @@ class Session:
                 self._device, self._devices = device, devices
                 if len(devices) > 1:
                     self._device_names = tuple(zip(device_names(len(devices)), (d.id for d in devices), strict=True))
+            self.record.update(device=device, devices=devices)
             for name, info in zip(device_names(len(devices)), devices, strict=True):
                 label = f"{name} = " if len(devices) > 1 else ""
                 self._event("info", f"device {label}{info.id}: {info.name}")
@@ -328,6 +344,7 @@ class Session:
                 runner.close()
                 self._phase(teardown_s=time.perf_counter() - started)
             self._publish(force=True)
+            self._finish_record()
             self._done.set()
 
     def _compile(self, devices: list[DeviceInfo], demo: demos.Demo | None) -> Path:
@@ -370,6 +387,16 @@ class Session:
                 self._diagnostics = tuple(getattr(exc, "diagnostics", ()))
             raise
         self.outcome.compiled = compiled
+        self.record.update(
+            compile={
+                "vmfb": str(compiled.vmfb_path),
+                "cache_key": compiled.cache_key,
+                "cache_hit": compiled.cache_hit,
+                "flags": list(compiled.flags),
+                "log": str(compiled.log_path) if compiled.log_path else None,
+                "seconds": compiled.compile_s,
+            }
+        )
         with self._lock:
             self._diagnostics = compiled.diagnostics
         if len(devices) > 1:
@@ -488,6 +515,34 @@ class Session:
                 self._input_files.append(f"@{path}")
         return self._input_files
 
+    def exit_code(self) -> int:
+        """The code this run ends with: signal, error, failed check, or 0."""
+        from gputop.core.errors import EXIT_CHECK
+
+        if self._interrupt_code is not None:
+            return self._interrupt_code
+        if self._error is not None:
+            return self._error.exit_code
+        if self.outcome.check is not None and not self.outcome.check.passed:
+            return EXIT_CHECK
+        return 0
+
+    def _finish_record(self) -> None:
+        """Write report.json and the manifest's ending; never lets the run's end fail."""
+        from gputop.core.report import build_report
+
+        report: dict[str, Any] | None = None
+        try:
+            report = build_report(self)
+        except Exception:  # a bug in the report must not lose the samples: keep the traceback
+            with open(self.session_dir / "session.log", "a", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+        state = "interrupted" if self._interrupt_code is not None else self.snapshot.state
+        self.record.update(device=self._device, devices=self._devices)
+        with self._lock:
+            published = self._published
+        self.report = self.record.close(report, state=state, exit_code=self.exit_code(), published=published)
+
     # -- state and publishing -----------------------------------------------
     def _check_stop(self) -> None:
         if self._stop.is_set():
@@ -510,6 +565,8 @@ class Session:
         with self._lock:
             self._state = state
         self._publish(force=True)
+        if state not in ("finished", "stopped", "error"):  # the ending is written by _finish_record
+            self.record.update(state=state)
 
     def _event(self, level: str, message: str, log_path: str | None = None) -> None:
         with self._lock:
@@ -556,6 +613,7 @@ class Session:
             device_names=self._device_names,
             captures=self._captures,
             renderdoc=self._renderdoc_status,
+            seq=self._published,
         )
 
     def _publish(self, force: bool = False) -> None:
@@ -564,8 +622,11 @@ class Session:
             if not force and now - self._last_publish < PUBLISH_INTERVAL_S:
                 return
             self._last_publish = now
+            self._published += 1
             self._snapshot = self._build_snapshot()
             snapshot = self._snapshot
+            # Queued under the lock, so samples.jsonl has them in publishing order.
+            self.record.on_snapshot(snapshot)
             subscribers = list(self._subscribers)
         for callback in subscribers:
             try:

@@ -76,3 +76,43 @@ def test_gputop_in_tmux(tmp_path: Path) -> None:
         assert "Traceback" not in term.screen()
     finally:
         term.close()
+
+
+def pane_flag(term: Terminal, name: str) -> str:
+    proc = subprocess.run(
+        [TMUX, "-L", term.socket, "display-message", "-p", f"#{{{name}}}"], capture_output=True, text=True
+    )
+    return proc.stdout.strip()
+
+
+def test_sigterm_restores_the_terminal_and_keeps_the_session(tmp_path: Path) -> None:
+    import json
+
+    import psutil
+
+    folder = tmp_path / "session"
+    exit_file = tmp_path / "exit_code"
+    command = f"cd {tmp_path} && {GPUTOP} --device local-task --session-dir {folder}; echo $? > {exit_file}; sleep 60"
+    term = Terminal(command)
+    try:
+        term.wait_for(lambda s: call_count(s) > 0)
+        assert pane_flag(term, "alternate_on") == "1"
+        # The gputop process itself, not the shell that started it (its line names the exit file).
+        [gputop] = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if str(folder) in " ".join(p.info["cmdline"] or []) and str(exit_file) not in " ".join(p.info["cmdline"])
+        ]
+        gputop.terminate()
+        deadline = time.monotonic() + 30
+        while not exit_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert exit_file.read_text().strip() == "143"
+        # The terminal is back: no alternate screen, no mouse reporting, no TUI left on it.
+        assert pane_flag(term, "alternate_on") == "0" and pane_flag(term, "mouse_any_flag") == "0"
+        assert "Traceback" not in term.screen() and "calls" not in term.screen()
+        manifest = json.loads((folder / "manifest.json").read_text())
+        assert manifest["state"] == "interrupted" and manifest["exit_code"] == 143
+        assert json.loads((folder / "report.json").read_text())["exit_code"] == 143
+    finally:
+        term.close()

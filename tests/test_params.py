@@ -66,4 +66,4 @@ def test_missing_parameter_file(module_and_params: tuple[Path, Path], tmp_path: 
 def test_module_without_its_parameters(module_and_params: tuple[Path, Path]) -> None:
     source, _ = module_and_params
     proc = run_gputop("run", str(source), "--device", "cpu", "--input", "8xf32=1")
-    assert_one_line_error(proc, 5)
+    assert_one_line_error(proc, 5, "give it with --params")

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from gputop.tui.app import GputopApp
-from gputop.tui.bridge import EngineBridge, RunConfig, SnapshotArrived
+from gputop.tui.bridge import EngineBridge, ReplaySource, RunConfig, SnapshotArrived
 from gputop.tui.panes.log import LogPane
 from gputop.tui.screens import DeviceScreen, HelpScreen
 
@@ -193,3 +193,15 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         # The run goes on after the pass.
         before = calls(app)
         await wait_for(pilot, lambda: calls(app) > before)
+
+
+async def test_a_terminal_too_small_says_so() -> None:
+    app = GputopApp(ReplaySource.from_file(Path(__file__).parent / "data" / "mlp_local_task.jsonl"))
+    async with app.run_test(size=(50, 12)) as pilot:
+        await pilot.pause(0.3)
+        notice = app.query_one("#too-small")
+        assert notice.display and "50x12 is too small" in str(notice.render())
+        assert not app.query_one("#panes").display
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause(0.3)
+        assert not app.query_one("#too-small").display and app.query_one("#panes").display

@@ -9,18 +9,29 @@ the Log pane from one handler.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from pathlib import Path
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.timer import Timer
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from gputop.tui.bridge import EngineBridge, RunConfig, RunSnapshot, SnapshotArrived, SnapshotSource
+from gputop.tui.bridge import (
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    EngineBridge,
+    ReplaySource,
+    RunConfig,
+    RunSnapshot,
+    SnapshotArrived,
+    SnapshotSource,
+)
 from gputop.tui.panes.captures import CapturesPane
 from gputop.tui.panes.exports import ExportsPane
 from gputop.tui.panes.header import HeaderBar
@@ -32,6 +43,7 @@ from gputop.tui.screens import DeviceScreen, HelpScreen
 
 MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
 NARROW_BELOW = 110
+MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
 
 
 class GputopApp(App[int]):
@@ -41,6 +53,9 @@ class GputopApp(App[int]):
     #panes { grid-size: 2; grid-columns: 1fr 1fr; grid-rows: auto; height: auto; max-height: 75%; overflow-y: auto; }
     #panes.narrow { grid-size: 1; grid-columns: 1fr; }
     #left, #right { height: auto; }
+    #too-small { display: none; height: 1fr; content-align: center middle; text-align: center; }
+    Screen.too-small #panes, Screen.too-small #log { display: none; }
+    Screen.too-small #too-small { display: block; }
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -56,9 +71,10 @@ class GputopApp(App[int]):
         Binding("question_mark", "help", "Help"),
     ]
 
-    def __init__(self, source: SnapshotSource) -> None:
+    def __init__(self, source: SnapshotSource, *, handle_signals: bool = False) -> None:
         super().__init__()
         self.source = source
+        self._handle_signals = handle_signals  # only the real command line: tests keep pytest's handlers
         self.snapshot: RunSnapshot | None = None
         self.frames = 0
         self._last_frame = 0.0
@@ -77,6 +93,7 @@ class GputopApp(App[int]):
                 yield KernelsPane(id="kernels")
                 yield CapturesPane(id="captures")
         yield LogPane(id="log")
+        yield Static(id="too-small")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -92,9 +109,21 @@ class GputopApp(App[int]):
             self.query_one(LogPane),
         ]
         self._log_pane = self.query_one(LogPane)
-        self._fit(self.size.width)
+        self._fit(self.size.width, self.size.height)
         self.source.attach(self)
         self.source.start()
+        if self._handle_signals:
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, self._on_signal, signum)
+
+    def _on_signal(self, signum: int) -> None:
+        """SIGINT/SIGTERM from outside: stop the engine, restore the terminal, exit 130/143."""
+        code = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
+        if isinstance(self.source, EngineBridge):
+            self.source.interrupt(code)
+        self._quitting = True
+        self.exit(code)
 
     def on_unmount(self) -> None:
         self._quitting_done = True
@@ -104,11 +133,18 @@ class GputopApp(App[int]):
         # before the interpreter does: IREE aborts if it is torn down mid-call.
         self.source.stop(timeout=15)
 
-    def on_resize(self) -> None:
-        self._fit(self.size.width)
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.width, event.size.height)
 
-    def _fit(self, width: int) -> None:
+    def _fit(self, width: int, height: int) -> None:
         self.query_one("#panes").set_class(width < NARROW_BELOW, "narrow")
+        small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        self.screen.set_class(small, "too-small")
+        if small:
+            self.query_one("#too-small", Static).update(
+                f"terminal {width}x{height} is too small: gputop needs at least {MIN_SIZE[0]}x{MIN_SIZE[1]}\n"
+                "make it larger, or press q to quit"
+            )
 
     # -- snapshots ------------------------------------------------------------
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
@@ -232,6 +268,13 @@ class GputopApp(App[int]):
 
 def run_app(config: RunConfig) -> int:
     """Start the TUI on a live engine; returns the exit code."""
-    app = GputopApp(EngineBridge(config))
+    app = GputopApp(EngineBridge(config), handle_signals=True)
+    code = app.run()
+    return code or 0
+
+
+def run_replay(snapshots: list[RunSnapshot]) -> int:
+    """Show recorded snapshots read-only (gputop open); returns the exit code."""
+    app = GputopApp(ReplaySource(snapshots), handle_signals=True)
     code = app.run()
     return code or 0

@@ -20,6 +20,7 @@ from textual.message import Message
 
 from gputop.core.cupti_profile import cupti_unavailable_reason
 from gputop.core.devices import IREE_BACKENDS, list_devices
+from gputop.core.errors import EXIT_SIGINT, EXIT_SIGTERM
 from gputop.core.records import (
     CallStats,
     CaptureInfo,
@@ -36,6 +37,8 @@ from gputop.core.report import build_report
 from gputop.core.session import RunConfig, Session
 
 __all__ = [
+    "EXIT_SIGINT",
+    "EXIT_SIGTERM",
     "CallStats",
     "CaptureInfo",
     "DeviceInfo",
@@ -127,6 +130,11 @@ class EngineBridge:
             return True
         session.stop()
         return session.wait(timeout)
+
+    def interrupt(self, exit_code: int) -> None:
+        """A signal ends the run: record it as interrupted with `exit_code` (non-blocking)."""
+        if self._session is not None:
+            self._session.stop(exit_code=exit_code)
 
     def restart(self, **changes: Any) -> None:
         """Stop, then start again with `changes` to the config (blocking)."""

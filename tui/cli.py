@@ -28,7 +28,10 @@ from gputop.core.errors import (
     UsageError,
 )
 
-SUBCOMMANDS = ("run", "devices", "profile-info", "affinity", "capture-info")
+SUBCOMMANDS = ("run", "devices", "profile-info", "affinity", "capture-info", "sessions", "report", "open")
+
+
+OPEN_SNAPSHOTS = 300  # `gputop open` replays the session's last 30 s or so, enough for every pane
 
 
 def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
@@ -153,6 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("profile-info", help="print the kernel table of an .ireeprof profile bundle")
     info.add_argument("file", type=Path)
     info.add_argument("--json", metavar="PATH", help="write the table as JSON to PATH ('-' for stdout)")
+    sessions = sub.add_parser("sessions", help="list past sessions: time, target, device, state, duration")
+    sessions.add_argument("--json", action="store_true", help="print the rows as JSON")
+    report = sub.add_parser("report", help="print a finished or interrupted session's report")
+    report.add_argument("session", metavar="SESSION", help="its directory or its id (see gputop sessions)")
+    report.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)")
+    opened = sub.add_parser("open", help="show a past session read-only in the TUI")
+    opened.add_argument("session", metavar="SESSION", help="its directory or its id (see gputop sessions)")
     devices = sub.add_parser("devices", help="list every device gputop can use, and why others are missing")
     devices.add_argument("--json", action="store_true", help="print the rows as JSON")
     return parser
@@ -277,6 +287,43 @@ def command_capture_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_sessions(args: argparse.Namespace) -> int:
+    from gputop.core.records import to_json
+    from gputop.core.sessions import list_sessions
+    from gputop.tui.report_text import sessions_table
+
+    entries = list_sessions()
+    if args.json:
+        print(json.dumps(to_json(entries), indent=2))
+    elif entries:
+        print(sessions_table(to_json(entries)))
+    else:
+        print("no sessions yet: 'gputop run TARGET' or 'gputop' records one")
+    return EXIT_OK
+
+
+def command_report(args: argparse.Namespace) -> int:
+    from gputop.core.sessions import read_report, resolve_session
+    from gputop.tui.report_text import run_report
+
+    report = read_report(resolve_session(args.session))
+    _write_json(report, args.json)
+    if args.json != "-":
+        print(run_report(report))
+    return EXIT_OK
+
+
+def command_open(args: argparse.Namespace) -> int:
+    from gputop.core.sessions import read_tail, resolve_session
+    from gputop.tui.app import run_replay
+
+    folder = resolve_session(args.session)
+    snapshots = read_tail(folder, OPEN_SNAPSHOTS)
+    if not snapshots:
+        raise UsageError(f"{folder}: the session has no samples to show")
+    return run_replay(snapshots)
+
+
 def command_profile_info(args: argparse.Namespace) -> int:
     from gputop.core.profiles import read_profile
     from gputop.core.records import to_json
@@ -320,7 +367,7 @@ def command_run(args: argparse.Namespace) -> int:
 
     def on_signal(signum: int, _frame: Any) -> None:
         stop_code[0] = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
-        session.stop()
+        session.stop(exit_code=stop_code[0])
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -330,10 +377,7 @@ def command_run(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    report = build_report(session)
-    if stop_code[0]:
-        report["state"] = "interrupted"
-        report["exit_code"] = stop_code[0]
+    report = session.report or build_report(session)
     _write_json(report, args.json)
     text_stream = sys.stderr if args.json == "-" else sys.stdout
     print(run_report(report), file=text_stream, flush=True)
@@ -407,6 +451,12 @@ def run_cli(argv: list[str] | None = None) -> int:
                 return command_affinity(args)
             if args.command == "capture-info":
                 return command_capture_info(args)
+            if args.command == "sessions":
+                return command_sessions(args)
+            if args.command == "report":
+                return command_report(args)
+            if args.command == "open":
+                return command_open(args)
             return command_devices(args)
         if argv and argv[0] in ("-h", "--help"):
             build_parser().print_help()

@@ -66,6 +66,34 @@ def devices_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _table(rows: list[tuple[str, ...]]) -> str:
+    """Left-aligned columns, two spaces apart; the last column is not padded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows)
+
+
+def sessions_table(entries: list[dict[str, Any]]) -> str:
+    """`gputop sessions`: one row per session, oldest first."""
+    import time
+
+    rows: list[tuple[str, ...]] = [("STARTED", "ID", "TARGET", "DEVICE", "STATE", "DURATION", "SAMPLES")]
+    for e in entries:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e["started_at"]))
+        state = e["state"] if e.get("exit_code") in (None, 0) else f"{e['state']} ({e['exit_code']})"
+        rows.append(
+            (
+                started,
+                e["id"],
+                e.get("target") or "-",
+                e.get("device") or "-",
+                state,
+                _seconds(e.get("duration_s")),
+                "-" if e.get("samples") is None else str(e["samples"]),
+            )
+        )
+    return _table(rows)
+
+
 def run_report(report: dict[str, Any]) -> str:
     dev = report.get("device") or {}
     phases = report["phases"]
@@ -74,6 +102,7 @@ def run_report(report: dict[str, Any]) -> str:
         f"gputop run {report['target']}  function {report.get('function') or '-'}",
         f"device    {dev.get('id', '-')}  {dev.get('name', '')}",
         f"state     {report['state']}" + (f"  ({report['error']})" if report.get("error") else ""),
+        *([f"note      {report['rebuilt']}"] if report.get("rebuilt") else []),
         "phases    " + "  ".join(f"{name} {_seconds(phases.get(key))}" for name, key in PHASES),
     ]
     compiled = report.get("compile") or {}

@@ -1,0 +1,170 @@
+"""The session directory, written as the run goes, so nothing is lost.
+
+Every run leaves a folder that outlives it: `manifest.json` (versions,
+command line, flags, devices, the compiled module's cache key, the state),
+`samples.jsonl` (every published snapshot, one a line, appended and flushed
+as taken, by a writer thread so the call loop never waits on the disk) and
+`report.json` at the end. The manifest is replaced atomically, lines are
+whole or absent, and a crash, `kill -9` or Ctrl-C leaves every complete line
+readable and the artefacts written so far in place: `gputop report` rebuilds
+what it can from them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import queue
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from gputop.core.paths import state_dir
+from gputop.core.records import RunSnapshot, to_json
+
+MANIFEST = "manifest.json"
+SAMPLES = "samples.jsonl"
+REPORT = "report.json"
+INDEX = "sessions.jsonl"  # every session ever started, wherever its folder is (--session-dir)
+FORMAT = 1
+FINAL_STATES = ("finished", "stopped", "error", "interrupted")
+
+
+def _versions() -> dict[str, str | None]:
+    import importlib.metadata
+
+    def version(name: str) -> str | None:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "gputop": version("gputop"),
+        "iree_compiler": version("iree-base-compiler"),
+        "iree_runtime": version("iree-base-runtime"),
+        "python": platform.python_version(),
+    }
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so a reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class SessionRecord:
+    """Writes one session directory: manifest, samples as they come, report at the end."""
+
+    def __init__(self, folder: Path, config: Any, argv: list[str] | None = None) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[RunSnapshot | None] = queue.SimpleQueue()
+        self.written = 0
+        self.last_seq = 0
+        self.write_error: str | None = None
+        started = time.time()
+        self._manifest: dict[str, Any] = {
+            "format": FORMAT,
+            "id": folder.name,
+            "path": str(folder.resolve()),
+            "versions": _versions(),
+            "command_line": list(argv if argv is not None else sys.argv),
+            "cwd": os.getcwd(),
+            "host": socket.gethostname(),
+            "platform": platform.platform(),
+            "pid": os.getpid(),
+            "target": getattr(config, "target", None),
+            "config": to_json(config),
+            "state": "starting",
+            "started_at": started,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+            "ended_at": None,
+            "duration_s": None,
+            "exit_code": None,
+            "device": None,
+            "devices": [],
+            "compile": None,
+            "samples": 0,
+            "samples_lost": 0,
+        }
+        write_json_atomic(folder / MANIFEST, self._manifest)
+        _append_index(folder, self._manifest)
+        self._samples = open(folder / SAMPLES, "a", encoding="utf-8")  # noqa: SIM115 (owned by the writer thread)
+        self._thread = threading.Thread(target=self._write_samples, name="gputop-record", daemon=True)
+        self._thread.start()
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._manifest)
+
+    def update(self, **fields: Any) -> None:
+        """Record what became known (device, compile, state) in the manifest, atomically."""
+        with self._lock:
+            self._manifest.update({k: to_json(v) for k, v in fields.items()})
+            data = dict(self._manifest)
+        with contextlib.suppress(OSError):  # a full disk must not end the run
+            write_json_atomic(self.folder / MANIFEST, data)
+
+    def on_snapshot(self, snapshot: RunSnapshot) -> None:
+        """Subscriber: queue the snapshot; the writer thread serialises and flushes it."""
+        self._queue.put(snapshot)
+
+    def _write_samples(self) -> None:
+        while True:
+            snapshot = self._queue.get()
+            if snapshot is None:
+                return
+            if self.write_error is not None:
+                continue
+            try:
+                self._samples.write(json.dumps(to_json(snapshot), default=str) + "\n")
+                self._samples.flush()
+            except OSError as exc:
+                self.write_error = f"{self.folder / SAMPLES}: {exc.strerror}"
+                continue
+            self.written += 1
+            self.last_seq = snapshot.seq
+
+    def close(
+        self, report: dict[str, Any] | None, *, state: str, exit_code: int, published: int
+    ) -> dict[str, Any] | None:
+        """Drain the samples, write `report.json` and the manifest's ending; returns the report written."""
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+        with contextlib.suppress(OSError):
+            self._samples.close()
+        if report is not None:
+            report = dict(report)
+            report["record"] = {
+                "samples": self.written,
+                "samples_published": published,
+                "samples_lost": max(0, published - self.written),
+                "write_error": self.write_error,
+            }
+            with contextlib.suppress(OSError):
+                write_json_atomic(self.folder / REPORT, report)
+        ended = time.time()
+        self.update(
+            state=state,
+            exit_code=exit_code,
+            ended_at=ended,
+            duration_s=round(ended - self._manifest["started_at"], 3),
+            samples=self.written,
+            samples_lost=max(0, published - self.written),
+        )
+        return report
+
+
+def _append_index(folder: Path, manifest: dict[str, Any]) -> None:
+    """One line per session in the state directory: how `gputop sessions` finds --session-dir folders."""
+    line = json.dumps({"id": manifest["id"], "path": manifest["path"], "started_at": manifest["started_at"]})
+    with contextlib.suppress(OSError), open(state_dir() / INDEX, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
