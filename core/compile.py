@@ -116,7 +116,9 @@ def compile_module(
             return CompiledModule(cached, flags, key, True, 0.0, (), None)
         shutil.copyfile(cached_log, log_path)
         text = log_path.read_text(encoding="utf-8", errors="replace")
-        return CompiledModule(cached, flags, key, True, 0.0, tuple(parse_diagnostics(text, log_path=str(log_path))), log_path)
+        return CompiledModule(
+            cached, flags, key, True, 0.0, tuple(parse_diagnostics(text, log_path=str(log_path))), log_path
+        )
 
     bad = known_bad_target(flags)
     cached.parent.mkdir(parents=True, exist_ok=True)

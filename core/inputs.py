@@ -8,11 +8,13 @@ outputs can be compared.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
+import psutil
 
-from gputop.core.errors import UsageError
+from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
 from gputop.core.signature import DTYPES, FunctionSignature, TensorType, parse_tensor_type
 
@@ -45,7 +47,15 @@ def load_array_file(path: Path) -> np.ndarray:
 
 def parse_input(text: str) -> np.ndarray:
     """One `--input` value: `2x3xf32=1`, `2x3xf32=1,2,3,4,5,6`, `2x3xf32`, `@x.npy`, `TYPE=@x.bin`."""
-    text = text.strip()
+    try:
+        return _parse_input(text.strip())
+    except MemoryError:
+        raise RuntimeFailure(f"--input {text.strip()[:60]!r}: out of host memory") from None
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise UsageError(f"bad --input {text.strip()[:60]!r}: {exc}") from None
+
+
+def _parse_input(text: str) -> np.ndarray:
     if text.startswith("@"):
         return load_array_file(Path(text[1:]))
     type_text, has_value, value = text.partition("=")
@@ -59,7 +69,14 @@ def parse_input(text: str) -> np.ndarray:
         raise UsageError(f"bad --input {text!r}: unknown element type {kind.element!r}")
     shape = tuple(int(d) for d in kind.shape if d is not None)
     dtype = kind.dtype
-    count = int(np.prod(shape)) if shape else 1
+    count = math.prod(shape)  # Python ints: a shape of 10^12 x 10^12 must not wrap around
+    needed = count * dtype.itemsize
+    host = psutil.virtual_memory().total
+    if needed > host:
+        raise RuntimeFailure(
+            f"--input {type_text}: out of memory: it needs {needed / 2**30:.1f} GiB, "
+            f"the host has {host / 2**30:.1f} GiB"
+        )
     if not has_value or not value.strip():
         return np.zeros(shape, dtype=dtype)
     value = value.strip()

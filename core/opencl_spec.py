@@ -125,6 +125,17 @@ def load_spec(path: Path) -> RunSpec:
 
 
 def spec_from_dict(data: dict[str, Any], path: Path) -> RunSpec:
+    """The run spec in `data`; whatever is wrong with it is one UsageError naming the spec."""
+    try:
+        return _spec_from_dict(data, path)
+    except UsageError:
+        raise
+    except (TypeError, ValueError, OverflowError, AttributeError, OSError) as exc:
+        # A value of the wrong kind where a field checks only its presence (a list for a seed, ...).
+        raise UsageError(f"{path.name}: malformed run spec ({exc})") from None
+
+
+def _spec_from_dict(data: dict[str, Any], path: Path) -> RunSpec:
     where = path.name
     if "source" in data and "source_code" in data:
         raise UsageError(f"{where}: give source or source_code, not both")
@@ -132,8 +143,7 @@ def spec_from_dict(data: dict[str, Any], path: Path) -> RunSpec:
         source, source_name = str(data["source_code"]), f"{path.stem}.cl"
     elif "source" in data:
         source_path = (path.parent / str(data["source"])).resolve()
-        if not source_path.exists():
-            raise UsageError(f"{where}: source {data['source']}: no such file")
+        require_file(source_path, f"{where}: source")
         source, source_name = source_path.read_text(encoding="utf-8"), source_path.name
     else:
         raise UsageError(f"{where}: no source (give source = 'file.cl' or source_code = '...')")

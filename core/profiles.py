@@ -93,6 +93,8 @@ def parse_ireeperf(text: str) -> tuple[list[DispatchEvent], list[PoolUsage]]:
         if not isinstance(record, dict):
             raise ProfileError(f"profile export line {number} is not a record")
         kind = record.get("record_type")
+        if not isinstance(kind, str):
+            continue  # a record of a kind this gputop does not know
         if kind == "schema":
             saw_schema = record.get("format") == "ireeperf-jsonl"
         elif kind in TIMING and record.get("key") and record.get("valid", True):
@@ -120,7 +122,7 @@ def parse_ireeperf(text: str) -> tuple[list[DispatchEvent], list[PoolUsage]]:
                         timing=TIMING[kind],
                     )
                 )
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
                 raise ProfileError(f"profile export line {number}: bad dispatch record ({exc})") from None
         elif kind == "memory_event" and record.get("pool_stats_available"):
             try:
@@ -128,7 +130,7 @@ def parse_ireeperf(text: str) -> tuple[list[DispatchEvent], list[PoolUsage]]:
                 pools[pool_id] = PoolUsage(
                     pool_id, int(record["pool_bytes_reserved"]), int(record["pool_bytes_committed"])
                 )
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, OverflowError):
                 continue
     if not saw_schema:
         raise ProfileError("not an ireeperf-jsonl export (no schema record)")

@@ -148,6 +148,12 @@ CASES = [
         5,
         ("ran out of memory",),
     ),
+    Case(
+        "input larger than the host's memory",
+        lambda t: ["run", str(write(t / "id.mlir", ID_MLIR)), *CPU, "--input", "100000000000xf32=0"],
+        5,
+        ("out of memory", "GiB"),
+    ),
     # -- inputs -------------------------------------------------------------------------------------
     Case("too few inputs", lambda t: ["run", "demo:mlp", *CPU, "--input", "256x1024xf32=1"], 2, ("takes 4 inputs",)),
     Case(
