@@ -35,7 +35,7 @@ FORMAT = 1
 FINAL_STATES = ("finished", "stopped", "error", "interrupted")
 
 
-def _versions() -> dict[str, str | None]:
+def versions() -> dict[str, str | None]:
     import importlib.metadata
 
     def version(name: str) -> str | None:
@@ -62,8 +62,13 @@ def write_json_atomic(path: Path, data: Any) -> None:
 class SessionRecord:
     """Writes one session directory: manifest, samples as they come, report at the end."""
 
-    def __init__(self, folder: Path, config: Any, argv: list[str] | None = None) -> None:
+    def __init__(self, folder: Path, config: Any, argv: list[str] | None = None, *, every_s: float = 0.0) -> None:
         self.folder = folder
+        # A long-lived run (gputop serve) keeps one sample per `every_s` seconds, plus every one that
+        # changes the state, the events, the profile or the captures: days of serving stay small.
+        self.every_s = every_s
+        self.thinned = 0
+        self._kept: tuple[float, str, int, object, int] = (0.0, "", -1, None, -1)
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[RunSnapshot | None] = queue.SimpleQueue()
         self.written = 0
@@ -74,7 +79,7 @@ class SessionRecord:
             "format": FORMAT,
             "id": folder.name,
             "path": str(folder.resolve()),
-            "versions": _versions(),
+            "versions": versions(),
             "command_line": list(argv if argv is not None else sys.argv),
             "cwd": os.getcwd(),
             "host": socket.gethostname(),
@@ -114,7 +119,15 @@ class SessionRecord:
             write_json_atomic(self.folder / MANIFEST, data)
 
     def on_snapshot(self, snapshot: RunSnapshot) -> None:
-        """Subscriber: queue the snapshot; the writer thread serialises and flushes it."""
+        """Queue the snapshot (the session calls this in publishing order); the writer thread writes it."""
+        if self.every_s:
+            last_event = snapshot.events[-1].seq if snapshot.events else 0
+            news = (snapshot.state, last_event, snapshot.profile, len(snapshot.captures))
+            kept_at, *kept_news = self._kept
+            if snapshot.timestamp - kept_at < self.every_s and tuple(kept_news) == news:
+                self.thinned += 1
+                return
+            self._kept = (snapshot.timestamp, *news)
         self._queue.put(snapshot)
 
     def _write_samples(self) -> None:
@@ -146,7 +159,8 @@ class SessionRecord:
             report["record"] = {
                 "samples": self.written,
                 "samples_published": published,
-                "samples_lost": max(0, published - self.written),
+                "samples_thinned": self.thinned,
+                "samples_lost": max(0, published - self.thinned - self.written),
                 "write_error": self.write_error,
             }
             with contextlib.suppress(OSError):
@@ -158,7 +172,7 @@ class SessionRecord:
             ended_at=ended,
             duration_s=round(ended - self._manifest["started_at"], 3),
             samples=self.written,
-            samples_lost=max(0, published - self.written),
+            samples_lost=max(0, published - self.thinned - self.written),
         )
         return report
 

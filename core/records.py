@@ -90,6 +90,10 @@ class Phases:
     teardown_s: float | None = None
 
 
+# Upper bounds of the call-time histogram, in milliseconds: 50 us to 10 s, then +Inf.
+CALL_BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0)
+
+
 @dataclass(frozen=True)
 class CallStats:
     """Synchronised wall time of the steady calls (after the first)."""
@@ -102,6 +106,10 @@ class CallStats:
     mean_ms: float | None = None
     calls_per_s: float | None = None
     recent_ms: tuple[float, ...] = ()
+    # Every call since the start, counted per bucket of CALL_BUCKETS_MS (not cumulative; the last
+    # bucket is +Inf), and their summed time: what a Prometheus histogram needs, exact over hours.
+    buckets: tuple[int, ...] = ()
+    sum_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -282,4 +290,5 @@ class RunSnapshot:
     captures: tuple[CaptureInfo, ...] = ()
     renderdoc: str | None = None  # "RenderDoc 1.6.0 loaded", or why capture is unavailable
     seq: int = 0  # numbered as published, so a gap in a session's samples.jsonl shows a lost line
+    errors: int = 0  # error events since the session started (the event tuple keeps only the newest)
     timestamp: float = field(default_factory=now)

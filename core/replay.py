@@ -88,6 +88,7 @@ def snapshot_from_json(data: dict[str, Any]) -> RunSnapshot:
     try:
         calls = dict(data["calls"])
         calls["recent_ms"] = _tuple(calls.get("recent_ms"))
+        calls["buckets"] = _tuple(calls.get("buckets"))
         return RunSnapshot(
             state=data["state"],
             target=data["target"],
@@ -124,6 +125,7 @@ def snapshot_from_json(data: dict[str, Any]) -> RunSnapshot:
             ),
             renderdoc=data.get("renderdoc"),
             seq=int(data.get("seq", 0)),
+            errors=int(data.get("errors", 0)),
             timestamp=data["timestamp"],
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

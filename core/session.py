@@ -88,6 +88,7 @@ class RunConfig:
     devices: tuple[str, ...] = ()  # --devices D1,D2: one named target device each (device_a, device_b, ...)
     renderdoc: str = "auto"  # auto | on | off: load RenderDoc for Vulkan runs
     capture_calls: int = 0  # gputop run --capture N: capture N calls after the first
+    record_every_s: float = 0.0  # samples.jsonl: every snapshot (0), or one per period plus every change
 
 
 @dataclass
@@ -107,7 +108,7 @@ class Session:
         self.config = config
         self.session_dir = config.session_dir or new_session_dir(label=_label(config.target))
         self.session_dir.mkdir(parents=True, exist_ok=True)
-        self.record = SessionRecord(self.session_dir, config)
+        self.record = SessionRecord(self.session_dir, config, every_s=config.record_every_s)
         self.report: dict[str, Any] | None = None  # report.json's content, once the run has ended
         self._published = 0
         self._interrupt_code: int | None = None
@@ -133,6 +134,7 @@ class Session:
         self._diagnostics: tuple[Diagnostic, ...] = ()
         self._events: deque[Event] = deque(maxlen=200)
         self._seq = 0
+        self._errors = 0
         self._error: GputopError | None = None
         self._last_publish = 0.0
         self._profile_request = threading.Event()
@@ -572,6 +574,8 @@ class Session:
         with self._lock:
             self._seq += 1
             self._events.append(Event(self._seq, level, message, log_path))
+            if level == "error":
+                self._errors += 1
         self._publish(force=True)
 
     def _on_memory(self, sample: MemorySample) -> None:
@@ -614,6 +618,7 @@ class Session:
             captures=self._captures,
             renderdoc=self._renderdoc_status,
             seq=self._published,
+            errors=self._errors,
         )
 
     def _publish(self, force: bool = False) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputop.core.cupti_profile import record_kernels
@@ -18,6 +19,17 @@ from gputop.core.profiles import ProfileError, profile_with_ireeprof, summarize_
 
 if TYPE_CHECKING:
     from gputop.core.session import Session
+
+
+KEEP_PASSES = 5  # periodic profiling (the TUI's --profile-every, gputop serve) keeps the newest passes' files
+
+
+def _keep_newest_passes(folder: Path) -> None:
+    """Delete the files of all but the newest KEEP_PASSES profile passes: a server profiles for days."""
+    passes = sorted({p.name.split(".")[0].removesuffix("-calls") for p in folder.glob("profile-*")})
+    for stamp in passes[:-KEEP_PASSES]:
+        for path in folder.glob(f"{stamp}[.-]*"):
+            path.unlink(missing_ok=True)
 
 
 def take_profile(session: Session, runner: Any, calls: int) -> None:
@@ -57,6 +69,8 @@ def take_profile(session: Session, runner: Any, calls: int) -> None:
                     profile_path=latest.profile_path, trace_path=latest.trace_path,
                 )  # fmt: skip
             session._profile = merged
+        if session.config.profile_every_s:
+            _keep_newest_passes(session.session_dir)
         gap = f", gap {latest.gap_ms:.3f} ms" if latest.gap_ms is not None else ""
         wall = f" of {latest.call_wall_ms:.3f} ms synced" if latest.call_wall_ms is not None else ""
         session._event(

@@ -8,12 +8,13 @@ sparkline; reports of finite runs (under the window size) are exact.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import deque
 
 import numpy as np
 
-from gputop.core.records import CallStats
+from gputop.core.records import CALL_BUCKETS_MS, CallStats
 
 WINDOW = 10_000
 RECENT = 120
@@ -27,10 +28,14 @@ class CallTimer:
         self._max = 0.0
         self._first_at: float | None = None
         self._last_at: float | None = None
+        self._buckets = [0] * (len(CALL_BUCKETS_MS) + 1)
+        self._sum_ms = 0.0
 
     def add(self, seconds: float) -> None:
         ms = seconds * 1e3
         self._window.append(ms)
+        self._buckets[bisect.bisect_left(CALL_BUCKETS_MS, ms)] += 1
+        self._sum_ms += ms
         self._count += 1
         self._min = min(self._min, ms)
         self._max = max(self._max, ms)
@@ -54,4 +59,6 @@ class CallTimer:
             mean_ms=round(float(values.mean()), 4),
             calls_per_s=round(self._count / elapsed, 3) if elapsed > 0 else None,
             recent_ms=recent,
+            buckets=tuple(self._buckets),
+            sum_ms=self._sum_ms,
         )

@@ -97,6 +97,7 @@ def test_finished_run_leaves_a_complete_session(tmp_path: Path) -> None:
     assert report["record"] == {
         "samples": len(rows),
         "samples_published": len(rows),
+        "samples_thinned": 0,
         "samples_lost": 0,
         "write_error": None,
     }

@@ -266,10 +266,16 @@ class GputopApp(App[int]):
                 self.exit(1)
 
 
-def run_app(config: RunConfig) -> int:
-    """Start the TUI on a live engine; returns the exit code."""
-    app = GputopApp(EngineBridge(config), handle_signals=True)
-    code = app.run()
+def run_app(config: RunConfig, metrics: tuple[int, str] | None = None) -> int:
+    """Start the TUI on a live engine, with Prometheus metrics on (port, addr) if asked; returns the exit code."""
+    bridge = EngineBridge(config)
+    if metrics is not None:
+        bridge.serve_metrics(*metrics)  # before the screen is taken: a port in use is one line, as ever
+    app = GputopApp(bridge, handle_signals=True)
+    try:
+        code = app.run()
+    finally:
+        bridge.stop_metrics()
     return code or 0
 
 

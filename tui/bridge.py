@@ -21,6 +21,7 @@ from textual.message import Message
 from gputop.core.cupti_profile import cupti_unavailable_reason
 from gputop.core.devices import IREE_BACKENDS, list_devices
 from gputop.core.errors import EXIT_SIGINT, EXIT_SIGTERM
+from gputop.core.metrics import MetricsServer
 from gputop.core.records import (
     CallStats,
     CaptureInfo,
@@ -96,6 +97,7 @@ class EngineBridge:
         self._target: _Poster | None = None
         self._session: Session | None = None
         self._lock = threading.Lock()
+        self._metrics: MetricsServer | None = None
 
     @property
     def config(self) -> RunConfig:
@@ -130,6 +132,19 @@ class EngineBridge:
             return True
         session.stop()
         return session.wait(timeout)
+
+    def serve_metrics(self, port: int, addr: str) -> str:
+        """Prometheus metrics of whichever session runs now (restarts included); returns the URL."""
+        from gputop.core.record import versions as package_versions
+
+        self._metrics = MetricsServer(
+            lambda: self._session.snapshot if self._session else None, port, addr, versions=package_versions()
+        )
+        return self._metrics.start()
+
+    def stop_metrics(self) -> None:
+        if self._metrics is not None:
+            self._metrics.stop()
 
     def interrupt(self, exit_code: int) -> None:
         """A signal ends the run: record it as interrupted with `exit_code` (non-blocking)."""

@@ -28,7 +28,9 @@ from gputop.core.errors import (
     UsageError,
 )
 
-SUBCOMMANDS = ("run", "devices", "profile-info", "affinity", "capture-info", "sessions", "report", "open")
+SUBCOMMANDS = (
+    "run", "devices", "profile-info", "affinity", "capture-info", "sessions", "report", "open", "serve", "web",
+)  # fmt: skip
 
 
 OPEN_SNAPSHOTS = 300  # `gputop open` replays the session's last 30 s or so, enough for every pane
@@ -116,6 +118,24 @@ def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
         parser.add_argument(
             "--profile-every", type=float, metavar="SECONDS", help="keep profiling every SECONDS, merging passes"
         )
+        _add_metrics_options(parser, required=False)
+
+
+def _add_metrics_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    from gputop.core.metrics import DEFAULT_PORT
+
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        default=DEFAULT_PORT if required else None,
+        help=f"serve Prometheus metrics at http://HOST:N/metrics (default {DEFAULT_PORT}; 0: any free port)"
+        if required
+        else "also serve Prometheus metrics at http://HOST:N/metrics while the TUI runs",
+    )
+    parser.add_argument(
+        "--metrics-addr", default="0.0.0.0", metavar="ADDR", help="address to listen on (default 0.0.0.0: all)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,6 +176,33 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("profile-info", help="print the kernel table of an .ireeprof profile bundle")
     info.add_argument("file", type=Path)
     info.add_argument("--json", metavar="PATH", help="write the table as JSON to PATH ('-' for stdout)")
+    serve = sub.add_parser("serve", help="run headless until stopped, with Prometheus metrics at /metrics")
+    _add_run_options(serve, tui=False)
+    _add_metrics_options(serve, required=True)
+    serve.add_argument(
+        "--profile-every",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="profile every SECONDS for per-kernel metrics (default 30; 0: never)",
+    )
+    serve.add_argument(
+        "--record-every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="session record: one sample per SECONDS plus every change (default 5; 0: every sample)",
+    )
+    serve.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    web = sub.add_parser(
+        "web",
+        help="serve the TUI to web browsers (textual-serve); options after TARGET go to the TUI",
+        description="Serve the gputop TUI to browsers: every visitor gets a live gputop of its own.",
+    )
+    web.add_argument("--host", default="localhost", help="host name or address to serve on (default localhost)")
+    web.add_argument("--port", type=int, default=8000, help="port to serve on (default 8000)")
+    web.add_argument("--public-url", help="URL browsers reach the server at, behind a proxy")
+    web.add_argument("tui_args", nargs=argparse.REMAINDER, metavar="TARGET [OPTIONS]", help="what the TUI runs")
     sessions = sub.add_parser("sessions", help="list past sessions: time, target, device, state, duration")
     sessions.add_argument("--json", action="store_true", help="print the rows as JSON")
     report = sub.add_parser("report", help="print a finished or interrupted session's report")
@@ -287,6 +334,119 @@ def command_capture_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_serve(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from gputop.core.metrics import MetricsServer
+    from gputop.core.record import versions as package_versions
+    from gputop.core.session import Session
+
+    config = _config_from(args, None)
+    if args.profile_every < 0:
+        raise UsageError("--profile-every must be 0 (never) or positive")
+    if args.record_every < 0:
+        raise UsageError("--record-every must be 0 (every sample) or positive")
+    config = replace(config, profile_every_s=args.profile_every or None, record_every_s=args.record_every)
+    _check_target(config.target)
+    sessions: list[Session] = []
+    server = MetricsServer(
+        lambda: sessions[0].snapshot if sessions else None,
+        args.metrics_port,
+        args.metrics_addr,
+        versions=package_versions(),
+    )
+    url = server.start()  # before the session: a port in use fails fast, leaving no session behind
+    session = Session(config)
+    sessions.append(session)
+    print(f"gputop: serving metrics at {url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    stop_code = _drive(session, progress=not args.quiet, first_profile=bool(args.profile_every))
+    server.stop()
+    return _ending(session, stop_code)
+
+
+def _drive(session: Any, *, progress: bool, first_profile: bool = False) -> int:
+    """Run `session` to its end or a signal, echoing its events; returns the signal's exit code or 0."""
+    seen = [0]
+    profiled = [not first_profile]
+
+    def on_snapshot(snapshot: Any) -> None:
+        for event in snapshot.events:
+            if event.seq > seen[0]:
+                seen[0] = event.seq
+                if progress and event.level != "error":
+                    print(f"gputop: {event.message}", file=sys.stderr, flush=True)
+        if not profiled[0] and snapshot.state == "running":
+            profiled[0] = True  # kernel metrics from the start, not only after the first period
+            session.request_profile()
+
+    session.subscribe(on_snapshot)
+    stop_code = [0]
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stop_code[0]:  # a second signal: the user means it (samples are on disk line by line)
+            print("gputop: interrupted again, leaving now", file=sys.stderr, flush=True)
+            os._exit(stop_code[0])
+        stop_code[0] = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
+        session.stop(exit_code=stop_code[0])
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        session.start()
+        while not session.wait(0.1):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return stop_code[0]
+
+
+def _ending(session: Any, stop_code: int) -> int:
+    """The last line and exit code of a headless run: interrupted, failed, check failed, or ok."""
+    if stop_code:
+        print("gputop: interrupted", file=sys.stderr)
+        return stop_code
+    if session.error is not None:
+        print(f"gputop: error: {session.error}", file=sys.stderr)
+        return int(session.error.exit_code)
+    check = session.outcome.check
+    if check is not None and not check.passed:
+        print("gputop: error: outputs do not match the reference", file=sys.stderr)
+    return int(session.exit_code())
+
+
+def command_web(args: argparse.Namespace) -> int:
+    import shlex
+
+    tui_args = list(args.tui_args)
+    if tui_args and tui_args[0] == "--":
+        tui_args = tui_args[1:]
+    config = _config_from(build_tui_parser().parse_args(tui_args), None)  # bad TUI options fail here, once
+    _check_target(config.target)
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise UsageError("gputop web needs textual-serve (pip install textual-serve; make run installs it)") from None
+    if not 0 < args.port <= 65535:
+        raise UsageError(f"--port {args.port}: not a port number (1-65535)")
+    _check_port_free(args.host, args.port)
+    command = shlex.join([sys.executable, "-m", "gputop.tui", *tui_args])
+    server = Server(command, host=args.host, port=args.port, title="gputop", public_url=args.public_url)
+    server.serve()
+    return EXIT_OK
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """A port in use is one line before the web server starts, not its traceback after."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UsageError(f"--port {port} on {host}: {exc.strerror}") from None
+
+
 def command_sessions(args: argparse.Namespace) -> int:
     from gputop.core.records import to_json
     from gputop.core.sessions import list_sessions
@@ -352,48 +512,12 @@ def command_run(args: argparse.Namespace) -> int:
     config = _config_from(args, args.iterations)
     _check_target(config.target)
     session = Session(config)
-    seen = [0]
-    progress = not args.quiet
-
-    def on_snapshot(snapshot: Any) -> None:
-        for event in snapshot.events:
-            if event.seq > seen[0]:
-                seen[0] = event.seq
-                if progress and event.level != "error":
-                    print(f"gputop: {event.message}", file=sys.stderr, flush=True)
-
-    session.subscribe(on_snapshot)
-    stop_code = [0]
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        stop_code[0] = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
-        session.stop(exit_code=stop_code[0])
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        session.start()
-        while not session.wait(0.1):
-            pass
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    stop_code = _drive(session, progress=not args.quiet)
     report = session.report or build_report(session)
     _write_json(report, args.json)
     text_stream = sys.stderr if args.json == "-" else sys.stdout
     print(run_report(report), file=text_stream, flush=True)
-    if stop_code[0]:
-        print("gputop: interrupted", file=sys.stderr)
-        return stop_code[0]
-    if session.error is not None:
-        print(f"gputop: error: {session.error}", file=sys.stderr)
-        return session.error.exit_code
-    check = session.outcome.check
-    if check is not None and not check.passed:
-        print("gputop: error: outputs do not match the reference", file=sys.stderr)
-        from gputop.core.errors import EXIT_CHECK
-
-        return EXIT_CHECK
-    return EXIT_OK
+    return _ending(session, stop_code)
 
 
 def _check_target(target: str) -> None:
@@ -434,7 +558,8 @@ def command_tui(argv: list[str]) -> int:
     _check_target(config.target)
     from gputop.tui.app import run_app
 
-    return run_app(config)
+    metrics = (args.metrics_port, args.metrics_addr) if args.metrics_port is not None else None
+    return run_app(config, metrics)
 
 
 def run_cli(argv: list[str] | None = None) -> int:
@@ -451,6 +576,10 @@ def run_cli(argv: list[str] | None = None) -> int:
                 return command_affinity(args)
             if args.command == "capture-info":
                 return command_capture_info(args)
+            if args.command == "serve":
+                return command_serve(args)
+            if args.command == "web":
+                return command_web(args)
             if args.command == "sessions":
                 return command_sessions(args)
             if args.command == "report":
