@@ -18,7 +18,7 @@ import re
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gputop.core.diagnostics import looks_like_crash, parse_diagnostics
@@ -43,7 +43,58 @@ class CompiledModule:
     compile_s: float
     diagnostics: tuple[Diagnostic, ...] = ()
     log_path: Path | None = None
+    workaround: str | None = None  # a compiler bug met and worked around (see WORKAROUNDS), said in one line
     timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """A failure of the compiler we ship that one more flag avoids, for one target backend."""
+
+    backend_flag: str  # the target flag that selects the backend
+    symptom: str  # what the compiler says
+    flag: str  # what avoids it
+    why: str
+
+
+WORKAROUNDS = (
+    # IREE 3.13, CUDA: 1x1 convolutions of ResNet-50 (as reductions) fail in the reduction
+    # vector-distribution pipeline; the default pipeline compiles them and the output checks.
+    Workaround(
+        "--iree-hal-target-device=cuda",
+        "failed to distribute",
+        "--iree-codegen-llvmgpu-use-reduction-vector-distribution=false",
+        "IREE 3.13's CUDA reduction pipeline failed to distribute a dispatch",
+    ),
+)
+
+
+def compile_module(
+    source_path: Path,
+    flags: tuple[str, ...],
+    *,
+    log_dir: Path | None = None,
+    cancel: threading.Event | None = None,
+    use_cache: bool = True,
+    source_bytes: bytes | None = None,
+) -> CompiledModule:
+    """Compile `source_path` with `flags`, retrying once with a known workaround when one applies."""
+    try:
+        return _compile_once(
+            source_path, flags, log_dir=log_dir, cancel=cancel, use_cache=use_cache, source_bytes=source_bytes
+        )
+    except CompileError as exc:
+        fix = next(
+            (w for w in WORKAROUNDS if w.backend_flag in flags and w.symptom in exc.message and w.flag not in flags),
+            None,
+        )
+        if fix is None:
+            raise
+        compiled = _compile_once(
+            source_path, (*flags, fix.flag), log_dir=log_dir, cancel=cancel, use_cache=use_cache,
+            source_bytes=source_bytes,
+        )  # fmt: skip
+        return replace(compiled, workaround=f"{fix.why}; compiled again with {fix.flag}")
 
 
 def compiler_version() -> str:
@@ -91,7 +142,7 @@ def cache_key_for(source: bytes, flags: tuple[str, ...]) -> str:
     return digest.hexdigest()[:32]
 
 
-def compile_module(
+def _compile_once(
     source_path: Path,
     flags: tuple[str, ...],
     *,

@@ -28,8 +28,8 @@ from gputop.core.errors import UsageError
 from gputop.core.records import CALL_BUCKETS_MS, RunSnapshot
 
 DEFAULT_PORT = 9470
-PHASES = ("compile", "load", "parameters", "context", "first_call", "teardown")
-STATES = ("idle", "compiling", "loading", "running", "paused", "finished", "stopped", "error")
+PHASES = ("import", "compile", "load", "parameters", "context", "first_call", "teardown")
+STATES = ("idle", "importing", "compiling", "loading", "running", "paused", "finished", "stopped", "error")
 
 # (name, help, kind): the exporter's whole contract, also printed by `gputop serve --list-metrics`
 # and listed in the README.

@@ -84,6 +84,7 @@ class Phases:
 
     compile_s: float | None = None
     load_s: float | None = None
+    import_s: float | None = None  # ONNX models: iree-import-onnx, before the compile
     parameters_s: float | None = None
     context_s: float | None = None
     first_call_s: float | None = None
@@ -291,4 +292,5 @@ class RunSnapshot:
     renderdoc: str | None = None  # "RenderDoc 1.6.0 loaded", or why capture is unavailable
     seq: int = 0  # numbered as published, so a gap in a session's samples.jsonl shows a lost line
     errors: int = 0  # error events since the session started (the event tuple keeps only the newest)
+    state_since: float | None = None  # when the current state began: how long a compile has run so far
     timestamp: float = field(default_factory=now)

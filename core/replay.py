@@ -126,6 +126,7 @@ def snapshot_from_json(data: dict[str, Any]) -> RunSnapshot:
             renderdoc=data.get("renderdoc"),
             seq=int(data.get("seq", 0)),
             errors=int(data.get("errors", 0)),
+            state_since=data.get("state_since"),
             timestamp=data["timestamp"],
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

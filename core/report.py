@@ -93,7 +93,7 @@ def build_report(session: Session) -> dict[str, Any]:
             "log": str(compiled.log_path) if compiled and compiled.log_path else None,
         },
         "parameters": {
-            "files": [str(p) for p in session.config.params],
+            "files": [str(p) for p in session.parameter_files()],
             "mode": outcome.parameter_mode,
         },
         "inputs": to_json(summarize(outcome.inputs)),

@@ -30,6 +30,7 @@ from gputop.core.devices import resolve_device
 from gputop.core.errors import GputopError, Interrupted, RuntimeFailure, UsageError
 from gputop.core.inputs import DEFAULT_SEED, make_inputs
 from gputop.core.memory import MemorySampler
+from gputop.core.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
 from gputop.core.onnx_import import OPSET, graph_signature, import_onnx
 from gputop.core.opencl_runner import OpenCLCall, OpenCLRun, StageTimings
 from gputop.core.paths import new_session_dir
@@ -135,6 +136,8 @@ class Session:
         self._events: deque[Event] = deque(maxlen=200)
         self._seq = 0
         self._errors = 0
+        self._imported_parameters: Path | None = None  # an ONNX model's weights, moved to an .irpa
+        self._state_since: float | None = None
         self._error: GputopError | None = None
         self._last_publish = 0.0
         self._profile_request = threading.Event()
@@ -290,7 +293,7 @@ class Session:
             sampler.start()
 
             started = time.perf_counter()
-            runner.load_parameters(list(self.config.params))
+            runner.load_parameters(self.parameter_files())
             self.outcome.parameter_mode = runner.parameter_mode
             self._phase(parameters_s=time.perf_counter() - started)
             if runner.parameter_mode:
@@ -366,10 +369,19 @@ class Session:
         if demo is not None:
             source_path, source_bytes = Path(f"{demo.name}.mlir"), demo.source()
         elif target.endswith(".onnx"):
+            self._set_state("importing")
             self._event("info", f"importing {target} (ONNX, opset {OPSET})")
-            imported, seconds, hit = import_onnx(Path(target), self.session_dir)
-            self._event("info", "import cache hit" if hit else f"imported in {seconds:.2f} s: {imported}")
-            source_path, source_bytes = imported, None
+            model = import_onnx(Path(target), self.session_dir, cancel=self._stop)
+            self._phase(import_s=model.seconds)
+            how = "import cache hit" if model.cache_hit else f"imported in {model.seconds:.2f} s"
+            self._event("info", f"{how}: {model.mlir}")
+            if model.parameters is not None:
+                self._imported_parameters = model.parameters
+                self._event("info", f"weights in a parameter archive, loaded by the parameter path: {model.parameters}")
+            source_path, source_bytes = model.mlir, None
+            if not any("const-eval" in flag for flag in flags):
+                flags += ONNX_COMPILE_FLAGS
+            self._set_state("compiling")
         else:
             source_path, source_bytes = Path(target), None
             if source_path.suffix not in (".mlir", ".mlirbc"):
@@ -415,6 +427,8 @@ class Session:
                         f"exported on {record.export_affinity}: a hidden transfer of {record.transfer_bytes} bytes",
                     )
         self._phase(compile_s=compiled.compile_s)
+        if compiled.workaround:
+            self._event("warning", compiled.workaround)
         how = "cache hit" if compiled.cache_hit else f"compiled in {compiled.compile_s:.2f} s"
         self._event("info", f"{how}: {compiled.vmfb_path}")
         return compiled.vmfb_path
@@ -517,6 +531,11 @@ class Session:
                 self._input_files.append(f"@{path}")
         return self._input_files
 
+    def parameter_files(self) -> list[Path]:
+        """--params files, plus the archive an ONNX import moved the model's weights to."""
+        extra = [self._imported_parameters] if self._imported_parameters else []
+        return [*self.config.params, *extra]
+
     def exit_code(self) -> int:
         """The code this run ends with: signal, error, failed check, or 0."""
         from gputop.core.errors import EXIT_CHECK
@@ -565,6 +584,8 @@ class Session:
 
     def _set_state(self, state: str) -> None:
         with self._lock:
+            if state != self._state:
+                self._state_since = time.time()
             self._state = state
         self._publish(force=True)
         if state not in ("finished", "stopped", "error"):  # the ending is written by _finish_record
@@ -619,6 +640,7 @@ class Session:
             renderdoc=self._renderdoc_status,
             seq=self._published,
             errors=self._errors,
+            state_since=self._state_since,
         )
 
     def _publish(self, force: bool = False) -> None:

@@ -34,7 +34,7 @@ from gputop.tui.bridge import (
 )
 from gputop.tui.panes.captures import CapturesPane
 from gputop.tui.panes.exports import ExportsPane
-from gputop.tui.panes.header import HeaderBar
+from gputop.tui.panes.header import BUSY_STATES, HeaderBar
 from gputop.tui.panes.kernels import KernelsPane
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.memory import MemoryPane
@@ -112,6 +112,7 @@ class GputopApp(App[int]):
         self._fit(self.size.width, self.size.height)
         self.source.attach(self)
         self.source.start()
+        self.set_interval(1.0, self._tick_busy_header)
         if self._handle_signals:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -164,6 +165,12 @@ class GputopApp(App[int]):
         self.frames += 1
         for pane in self._panes:
             pane.show(snapshot)
+
+    def _tick_busy_header(self) -> None:
+        """While importing, compiling or loading no snapshots come: keep the elapsed time moving."""
+        snapshot = self.snapshot
+        if snapshot is not None and snapshot.state in BUSY_STATES and not self._quitting_done:
+            self._panes[0].show(snapshot)
 
     def log_line(self, level: str, message: str) -> None:
         self._log_pane.add(level, message)

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ SUBCOMMANDS = (
 )  # fmt: skip
 
 
+PROGRESS_EVERY_S = 10.0  # headless runs: a line while a long import, compile or load goes on
 OPEN_SNAPSHOTS = 300  # `gputop open` replays the session's last 30 s or so, enough for every pane
 
 
@@ -392,8 +394,17 @@ def _drive(session: Any, *, progress: bool, first_profile: bool = False) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         session.start()
+        next_note = 0.0
         while not session.wait(0.1):
-            pass
+            snapshot = session.snapshot
+            if progress and snapshot.state in ("importing", "compiling", "loading") and snapshot.state_since:
+                # Long imports and compiles say they are alive, every PROGRESS_EVERY_S seconds.
+                elapsed = time.time() - snapshot.state_since
+                if elapsed >= PROGRESS_EVERY_S and elapsed >= next_note:
+                    print(f"gputop: still {snapshot.state} ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+                    next_note = elapsed + PROGRESS_EVERY_S
+                elif elapsed < next_note - PROGRESS_EVERY_S:
+                    next_note = 0.0  # a new busy state began
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -103,7 +103,9 @@ def run_report(report: dict[str, Any]) -> str:
         f"device    {dev.get('id', '-')}  {dev.get('name', '')}",
         f"state     {report['state']}" + (f"  ({report['error']})" if report.get("error") else ""),
         *([f"note      {report['rebuilt']}"] if report.get("rebuilt") else []),
-        "phases    " + "  ".join(f"{name} {_seconds(phases.get(key))}" for name, key in PHASES),
+        "phases    "
+        + ("" if phases.get("import_s") is None else f"import {_seconds(phases['import_s'])}  ")
+        + "  ".join(f"{name} {_seconds(phases.get(key))}" for name, key in PHASES),
     ]
     compiled = report.get("compile") or {}
     if compiled.get("vmfb"):

@@ -7,6 +7,8 @@ memory in use, and the run state in a colour that says good or bad.
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -15,6 +17,7 @@ from gputop.tui.report_text import human_bytes
 
 STATE_STYLES = {
     "idle": "dim",
+    "importing": "bold yellow",
     "compiling": "bold yellow",
     "loading": "bold yellow",
     "running": "bold green",
@@ -23,6 +26,9 @@ STATE_STYLES = {
     "stopped": "dim",
     "error": "bold white on red",
 }
+
+
+BUSY_STATES = ("importing", "compiling", "loading")
 
 
 def memory_bar(used: int | None, total: int | None, width: int = 20) -> Text:
@@ -43,7 +49,11 @@ class HeaderBar(Static):
 
     def show(self, snapshot: RunSnapshot) -> None:
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f" {snapshot.state} ", style=STATE_STYLES.get(snapshot.state, ""))
+        state = snapshot.state
+        if state in BUSY_STATES and snapshot.state_since is not None:
+            # Long imports and compiles show they are alive: the app redraws this every second.
+            state = f"{state} {time.time() - snapshot.state_since:.0f} s"
+        line.append(f" {state} ", style=STATE_STYLES.get(snapshot.state, ""))
         line.append("  ")
         line.append(snapshot.target, style="bold cyan")
         line.append(f"  {snapshot.function or '?'}()  ")

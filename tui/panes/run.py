@@ -56,6 +56,8 @@ class RunPane(Vertical):
         cells = [(label, seconds(getattr(snapshot.phases, key))) for label, key in PHASES]
         for left, right in zip(cells[0::2], cells[1::2], strict=True):
             table.add_row(left[0], left[1], "  " + right[0], right[1])
+        if snapshot.phases.import_s is not None:  # ONNX models only
+            table.add_row("import", seconds(snapshot.phases.import_s), "", "")
         self.query_one("#run-phases", Static).update(table)
         calls = snapshot.calls
         rate = f"{calls.calls_per_s:.1f}/s" if calls.calls_per_s else "-"
