@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -90,3 +91,80 @@ def test_unsupported_op(tmp_path: Path) -> None:
     proc = run_gputop("run", str(model), "--device", "cpu", "-n", "1")
     line = assert_one_line_error(proc, 3, "odd.onnx")
     assert "full log:" in line
+
+
+def dummy_imagenet_input(folder: Path) -> Path:
+    """The light models' expected outputs belong to the input arange(n)/n reshaped."""
+    x = (np.arange(3 * 224 * 224, dtype=np.float32) / (3 * 224 * 224)).reshape(1, 3, 224, 224)
+    np.save(folder / "x.npy", x)
+    return folder / "x.npy"
+
+
+def test_light_resnet50_with_its_kernel_table(tmp_path: Path) -> None:
+    model = DATA / "light" / "light_resnet50.onnx"
+    proc, report = run_json(
+        str(model), "--device", "cpu", "-n", "1", "--input", f"@{dummy_imagenet_input(tmp_path)}",
+        "--check", str(DATA / "light" / "light_resnet50_output_0.pb"), "--profile",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"] and report["outputs"][0]["shape"] == [1, 1000]
+    assert "--iree-opt-const-eval=false" in report["compile"]["flags"]
+    assert Path(report["compile"]["vmfb"]).stat().st_size < 2_000_000  # weights folded at load, not inlined
+    names = [k["name"] for k in report["kernels"]]
+    assert len(names) > 30 and any("conv" in n for n in names), names
+    assert report["phases"]["import_s"] is not None
+
+
+def test_external_weights_go_through_a_parameter_archive(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((256, 1024)).astype(np.float32)
+    bias = rng.standard_normal(1024).astype(np.float32)
+    x = rng.standard_normal((4, 256)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 1024])],
+        [onnx.numpy_helper.from_array(weight, "W"), onnx.numpy_helper.from_array(bias, "b")],
+    )
+    model = tmp_path / "mlp.onnx"
+    onnx.save_model(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model),
+        save_as_external_data=True, location="mlp.weights", size_threshold=1024,
+    )  # fmt: skip
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", x @ weight + bias)
+    proc, report = run_json(
+        str(model),
+        "--device",
+        "cpu",
+        "-n",
+        "2",
+        "--input",
+        f"@{tmp_path / 'x.npy'}",
+        "--check",
+        str(tmp_path / "y.npy"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"]
+    [archive] = report["parameters"]["files"]
+    assert archive.endswith(".irpa") and Path(archive).stat().st_size >= weight.nbytes
+    assert report["parameters"]["mode"] == "mmap"
+    # The weights are not in the module: it is smaller than one of them.
+    assert Path(report["compile"]["vmfb"]).stat().st_size < weight.nbytes // 4
+    (tmp_path / "mlp.weights").unlink()
+    proc = run_gputop("run", str(model), "--device", "cpu", "-n", "1", "--no-cache")
+    assert proc.returncode in (2, 3) and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(
+    not os.environ.get("GPUTOP_SLOW_TESTS"), reason="about 9 minutes a call on lavapipe: set GPUTOP_SLOW_TESTS=1"
+)
+def test_light_squeezenet_on_lavapipe(tmp_path: Path, vulkan_device: str) -> None:
+    model = DATA / "light" / "light_squeezenet.onnx"
+    proc, report = run_json(
+        str(model), "--device", vulkan_device, "-n", "0", "--input", f"@{dummy_imagenet_input(tmp_path)}",
+        "--check", str(DATA / "light" / "light_squeezenet_output_0.pb"), timeout=3600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"]
