@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup system-packages lint typecheck bench screenshots demo clean
+.PHONY: run test setup system-packages lint typecheck bench soak screenshots demo clean
 
 run: setup
 	$(VENV)/bin/gputop
@@ -48,6 +48,11 @@ bench: setup
 	$(PY) bench/startup.py --device local-task --json bench/results/cpu-startup.json
 	$(PY) bench/own_cost.py --device local-task --seconds 30 --json bench/results/cpu-own_cost.json
 	$(PY) bench/params.py --device local-task --gib 1 --json bench/results/cpu-params.json
+
+# 30 minutes flat out on local-task: RSS, samples lost, open files (BENCHMARKS.md).
+soak: setup
+	mkdir -p bench/results
+	$(PY) bench/soak.py --minutes 30 --json bench/results/soak-local-task-$$(date +%Y-%m-%d).json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
