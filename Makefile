@@ -35,6 +35,7 @@ typecheck: setup
 # Screenshots come only from driving the real app (never edited by hand).
 screenshots: setup
 	$(PY) scripts/screenshots.py screenshots/gputop-cpu.svg --device local-task --calls 30 --profile
+	scripts/resnet50_screenshot.sh $(PY) screenshots/gputop-resnet50-cpu.svg
 
 demo: setup
 	GPUTOP=$(CURDIR)/$(VENV)/bin/gputop scripts/record_demo.sh screenshots/demo.cast

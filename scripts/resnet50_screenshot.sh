@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The README's ResNet-50 screenshot: the onnx package's light ResNet-50 on the CPU with its
+# dummy input, profiled once, from a short working folder so the header shows a short path.
+set -eu
+PY=$1
+OUT=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+SCRIPTS=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+LIGHT=$("$PY" -c "import onnx, os; print(os.path.dirname(onnx.__file__))")/backend/test/data/light
+cp "$LIGHT/light_resnet50.onnx" "$WORK/"
+cd "$WORK"
+"$PY" -c "import numpy as np; np.save('x224.npy', (np.arange(150528, dtype=np.float32) / 150528).reshape(1, 3, 224, 224))"
+"$PY" "$SCRIPTS/screenshots.py" "$OUT" --target light_resnet50.onnx --device local-task --input @x224.npy \
+  --calls 3 --profile --size 140x45
