@@ -70,11 +70,16 @@ def take_capture(session: Session, runner: Any, calls: int) -> None:
     if not rd.is_capturing():
         session._event("warning", "capture: RenderDoc did not start capturing (is its Vulkan layer enabled?)")
         return
+    asked, calls = calls, 0
+    session._event("info", f"capturing {asked} call(s) on {device.id} with RenderDoc...")
     try:
-        for _ in range(calls):
+        for _ in range(asked):
+            if session._stop.is_set():
+                break  # Ctrl-C mid-capture: end the capture here, keep and verify what it holds
             started = time.perf_counter()
             runner.call()
             session._timer.add(time.perf_counter() - started)
+            calls += 1
     finally:
         rd.end()
     paths = rd.captures()
