@@ -38,12 +38,12 @@ PROGRESS_EVERY_S = 10.0  # headless runs: a line while a long import, compile or
 OPEN_SNAPSHOTS = 300  # `gputop open` replays the session's last 30 s or so, enough for every pane
 
 
-def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
+def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool, counted: bool = True) -> None:
     parser.add_argument(
         "target",
         nargs="?",
         default="demo:mlp",
-        help="a .mlir or .vmfb file, an OpenCL run spec (.toml), or a demo: demo:mlp (default), "
+        help="a .mlir, .onnx or .vmfb file, an OpenCL run spec (.toml), or a demo: demo:mlp (default), "
         "demo:conv, demo:pipeline, demo:opencl-chain",
     )
     parser.add_argument(
@@ -54,7 +54,7 @@ def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool) -> None:
         metavar="D1,D2",
         help="multi-device run: one named target device each, device_a, device_b, ... in this order",
     )
-    if not tui:
+    if not tui and counted:  # the TUI and gputop serve call until stopped
         parser.add_argument(
             "--iterations",
             "-n",
@@ -144,8 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputop",
         description="Watch IREE modules run on GPUs and CPUs: phases, call times, memory, diagnostics.",
-        epilog="Commands: 'gputop run TARGET' (headless report), 'gputop devices' (what can run). "
-        "'gputop [TARGET]' starts the live TUI.",
+        epilog="'gputop [TARGET]' starts the live TUI; 'gputop run TARGET' prints a report; 'gputop sessions' "
+        "lists past runs; 'gputop serve TARGET' exports Prometheus metrics. Exit codes: 0 ok, 2 usage, 3 compile, "
+        "4 device, 5 runtime, 6 check failed, 130/143 interrupted.",
     )
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a module headless and print a report")
@@ -179,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("file", type=Path)
     info.add_argument("--json", metavar="PATH", help="write the table as JSON to PATH ('-' for stdout)")
     serve = sub.add_parser("serve", help="run headless until stopped, with Prometheus metrics at /metrics")
-    _add_run_options(serve, tui=False)
+    _add_run_options(serve, tui=False, counted=False)
     _add_metrics_options(serve, required=True)
     serve.add_argument(
         "--profile-every",
