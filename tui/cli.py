@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,6 @@ from gputop.core.errors import (
     GputopError,
     UsageError,
 )
-
-SUBCOMMANDS = (
-    "run", "devices", "profile-info", "affinity", "capture-info", "sessions", "report", "open", "serve", "web",
-)  # fmt: skip
-
 
 PROGRESS_EVERY_S = 10.0  # headless runs: a line while a long import, compile or load goes on
 OPEN_SNAPSHOTS = 300  # `gputop open` replays the session's last 30 s or so, enough for every pane
@@ -574,31 +570,28 @@ def command_tui(argv: list[str]) -> int:
     return run_app(config, metrics)
 
 
+# Every `gputop COMMAND`; anything else on the command line is the TUI's.
+SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": command_run,
+    "devices": command_devices,
+    "profile-info": command_profile_info,
+    "affinity": command_affinity,
+    "capture-info": command_capture_info,
+    "sessions": command_sessions,
+    "report": command_report,
+    "open": command_open,
+    "serve": command_serve,
+    "web": command_web,
+}
+
+
 def run_cli(argv: list[str] | None = None) -> int:
     """Run gputop with `argv`; return the exit code (no os._exit: safe in-process)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in SUBCOMMANDS:
             args = build_parser().parse_args(argv)
-            if args.command == "run":
-                return command_run(args)
-            if args.command == "profile-info":
-                return command_profile_info(args)
-            if args.command == "affinity":
-                return command_affinity(args)
-            if args.command == "capture-info":
-                return command_capture_info(args)
-            if args.command == "serve":
-                return command_serve(args)
-            if args.command == "web":
-                return command_web(args)
-            if args.command == "sessions":
-                return command_sessions(args)
-            if args.command == "report":
-                return command_report(args)
-            if args.command == "open":
-                return command_open(args)
-            return command_devices(args)
+            return int(SUBCOMMANDS[args.command](args))
         if argv and argv[0] in ("-h", "--help"):
             build_parser().print_help()
             print("\nTUI options:\n" + build_tui_parser().format_help().split("\n", 2)[2])
