@@ -13,6 +13,7 @@ what it can from them.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -35,19 +36,18 @@ FORMAT = 1
 FINAL_STATES = ("finished", "stopped", "error", "interrupted")
 
 
+def package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def versions() -> dict[str, str | None]:
-    import importlib.metadata
-
-    def version(name: str) -> str | None:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
     return {
-        "gputop": version("gputop"),
-        "iree_compiler": version("iree-base-compiler"),
-        "iree_runtime": version("iree-base-runtime"),
+        "gputop": package_version("gputop"),
+        "iree_compiler": package_version("iree-base-compiler"),
+        "iree_runtime": package_version("iree-base-runtime"),
         "python": platform.python_version(),
     }
 

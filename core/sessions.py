@@ -21,7 +21,7 @@ from typing import Any
 from gputop.core.errors import UsageError
 from gputop.core.paths import state_dir
 from gputop.core.record import FINAL_STATES, INDEX, MANIFEST, REPORT, SAMPLES
-from gputop.core.records import RunSnapshot, to_json
+from gputop.core.records import RunSnapshot
 from gputop.core.replay import snapshot_from_json
 
 
@@ -104,10 +104,12 @@ def entry_for(folder: Path) -> SessionEntry:
     manifest = read_manifest(folder)
     state = effective_state(manifest)
     duration = manifest.get("duration_s")
-    if duration is None:
-        last = last_sample_time(folder)
-        if last is not None:
-            duration = round(last - float(manifest["started_at"]), 3)
+    samples = manifest.get("samples")
+    if duration is None or state not in FINAL_STATES:
+        # Never ended (or still running): what its samples say, read once.
+        samples, tail = scan_samples(folder, 1)
+        if duration is None and tail:
+            duration = round(tail[-1].timestamp - float(manifest["started_at"]), 3)
     device = manifest.get("device") or {}
     return SessionEntry(
         id=str(manifest.get("id", folder.name)),
@@ -118,7 +120,7 @@ def entry_for(folder: Path) -> SessionEntry:
         state=state,
         duration_s=duration,
         exit_code=manifest.get("exit_code"),
-        samples=manifest.get("samples") if state in FINAL_STATES else count_samples(folder),
+        samples=samples,
     )
 
 
@@ -152,37 +154,21 @@ def resolve_session(text: str) -> Path:
     raise UsageError(f"{text}: no such session (gputop sessions lists them)")
 
 
-def count_samples(folder: Path) -> int:
-    path = folder / SAMPLES
-    if not path.is_file():
-        return 0
-    with open(path, "rb") as handle:
-        return sum(1 for line in handle if line.endswith(b"\n"))
+def scan_samples(folder: Path, keep: int) -> tuple[int, list[RunSnapshot]]:
+    """(complete lines, the last `keep` of them as snapshots), in one streaming pass.
 
-
-def last_sample_time(folder: Path) -> float | None:
-    snapshot = last_snapshot(folder)
-    return snapshot.timestamp if snapshot else None
-
-
-def last_snapshot(folder: Path) -> RunSnapshot | None:
-    tail = read_tail(folder, 1)
-    return tail[-1] if tail else None
-
-
-def read_tail(folder: Path, keep: int) -> list[RunSnapshot]:
-    """The last `keep` complete snapshots of a session; a torn or corrupt line is skipped.
-
-    Streams the file, so a 30-minute session (tens of thousands of lines) costs
-    only the lines kept.
+    A 30-minute session has tens of thousands of lines: only the kept ones are
+    parsed, and a torn or corrupt line is skipped.
     """
     path = folder / SAMPLES
     if not path.is_file():
-        return []
+        return 0, []
+    count = 0
     lines: deque[bytes] = deque(maxlen=keep)
     with open(path, "rb") as handle:
         for line in handle:
             if line.endswith(b"\n") and line.strip():
+                count += 1
                 lines.append(line)
     snapshots = []
     for line in lines:
@@ -190,7 +176,12 @@ def read_tail(folder: Path, keep: int) -> list[RunSnapshot]:
             snapshots.append(snapshot_from_json(json.loads(line)))
         except (ValueError, UsageError):
             continue
-    return snapshots
+    return count, snapshots
+
+
+def read_tail(folder: Path, keep: int) -> list[RunSnapshot]:
+    """The last `keep` complete snapshots of a session."""
+    return scan_samples(folder, keep)[1]
 
 
 def read_report(folder: Path) -> dict[str, Any]:
@@ -209,58 +200,26 @@ def read_report(folder: Path) -> dict[str, Any]:
 
 def rebuild_report(folder: Path) -> dict[str, Any]:
     """A report from the manifest and the last complete sample of an unfinished session."""
+    from gputop.core.report import snapshot_report
+
     manifest = read_manifest(folder)
-    snapshot = last_snapshot(folder)
-    if snapshot is None:
+    count, tail = scan_samples(folder, 1)
+    if not tail:
         raise UsageError(f"{folder}: the session ended before its first sample; nothing to report")
+    snapshot = tail[-1]
     state = effective_state(manifest)
-    memory_devices = []
-    if snapshot.memory is not None:
-        for dev in snapshot.memory.devices:
-            row = to_json(dev)
-            row["peak_live_bytes"] = max((p.peak_bytes for p in dev.pools), default=0)
-            memory_devices.append(row)
-    calls = to_json(snapshot.calls)
-    calls.pop("recent_ms", None)
     versions = manifest.get("versions") or {}
     config = manifest.get("config") or {}
-    return {
-        "gputop_version": versions.get("gputop"),
-        "iree_version": {"compiler": versions.get("iree_compiler"), "runtime": versions.get("iree_runtime")},
-        "target": snapshot.target,
-        "function": snapshot.function,
-        "state": state if state in FINAL_STATES or state == "crashed" else snapshot.state,
-        "error": snapshot.error,
-        "exit_code": manifest.get("exit_code"),
-        "rebuilt": f"no {REPORT}: rebuilt from the last of {count_samples(folder)} samples",
-        "device": to_json(snapshot.device),
-        "phases": to_json(snapshot.phases),
-        "calls": calls,
-        "memory": {
-            "devices": memory_devices,
-            "host_rss_bytes": snapshot.memory.host_rss_bytes if snapshot.memory else None,
-            "host_rss_peak_bytes": None,
-            "host_total_bytes": snapshot.memory.host_total_bytes if snapshot.memory else None,
-            "samples": None,
-        },
-        "kernels": to_json(snapshot.profile.kernels) if snapshot.profile else [],
-        "call_wall_ms": snapshot.profile.call_wall_ms if snapshot.profile else None,
-        "call_kernel_ms": snapshot.profile.call_kernel_ms if snapshot.profile else None,
-        "call_gap_ms": snapshot.profile.gap_ms if snapshot.profile else None,
-        "profile": None,
-        "exports": to_json(snapshot.exports),
-        "transfers": to_json(snapshot.transfers),
-        "device_names": dict(snapshot.device_names),
-        "captures": to_json(snapshot.captures),
-        "renderdoc": snapshot.renderdoc,
-        "enqueue": None,
-        "stages": None,
-        "diagnostics": to_json(snapshot.diagnostics),
-        "compile": manifest.get("compile")
-        or {"vmfb": None, "flags": None, "cache_hit": None, "cache_key": None, "log": None},
-        "parameters": {"files": config.get("params", []), "mode": None},
-        "inputs": [],
-        "outputs": [],
-        "check": None,
-        "session_dir": str(folder),
-    }
+    report = snapshot_report(snapshot)
+    report.update(
+        gputop_version=versions.get("gputop"),
+        iree_version={"compiler": versions.get("iree_compiler"), "runtime": versions.get("iree_runtime")},
+        state=state if state in FINAL_STATES or state == "crashed" else snapshot.state,
+        exit_code=manifest.get("exit_code"),
+        rebuilt=f"no {REPORT}: rebuilt from the last of {count} samples",
+        parameters={"files": config.get("params", []), "mode": None},
+        session_dir=str(folder),
+    )
+    if manifest.get("compile"):
+        report["compile"] = manifest["compile"]
+    return report
