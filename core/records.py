@@ -263,6 +263,11 @@ class CaptureInfo:
     timestamp: float = field(default_factory=now)
 
 
+# States in which a run works toward its first call and publishes nothing new for a while:
+# the TUI's header and `gputop run` show how long the current one has lasted.
+BUSY_STATES = ("importing", "compiling", "loading")
+
+
 @dataclass(frozen=True)
 class RunSnapshot:
     """The whole state of one run at one moment, as the TUI and reports see it."""

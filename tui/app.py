@@ -23,6 +23,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from gputop.tui.bridge import (
+    BUSY_STATES,
     EXIT_SIGINT,
     EXIT_SIGTERM,
     EngineBridge,
@@ -34,7 +35,7 @@ from gputop.tui.bridge import (
 )
 from gputop.tui.panes.captures import CapturesPane
 from gputop.tui.panes.exports import ExportsPane
-from gputop.tui.panes.header import BUSY_STATES, HeaderBar
+from gputop.tui.panes.header import HeaderBar
 from gputop.tui.panes.kernels import KernelsPane
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.memory import MemoryPane

@@ -23,6 +23,7 @@ from gputop.core.devices import IREE_BACKENDS, list_devices
 from gputop.core.errors import EXIT_SIGINT, EXIT_SIGTERM
 from gputop.core.metrics import MetricsServer
 from gputop.core.records import (
+    BUSY_STATES,
     CallStats,
     CaptureInfo,
     DeviceInfo,
@@ -38,6 +39,7 @@ from gputop.core.report import build_report
 from gputop.core.session import RunConfig, Session
 
 __all__ = [
+    "BUSY_STATES",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
     "CallStats",

@@ -365,6 +365,8 @@ def command_serve(args: argparse.Namespace) -> int:
 
 def _drive(session: Any, *, progress: bool, first_profile: bool = False) -> int:
     """Run `session` to its end or a signal, echoing its events; returns the signal's exit code or 0."""
+    from gputop.core.records import BUSY_STATES
+
     seen = [0]
     profiled = [not first_profile]
 
@@ -394,7 +396,7 @@ def _drive(session: Any, *, progress: bool, first_profile: bool = False) -> int:
         next_note = 0.0
         while not session.wait(0.1):
             snapshot = session.snapshot
-            if progress and snapshot.state in ("importing", "compiling", "loading") and snapshot.state_since:
+            if progress and snapshot.state in BUSY_STATES and snapshot.state_since:
                 # Long imports and compiles say they are alive, every PROGRESS_EVERY_S seconds.
                 elapsed = time.time() - snapshot.state_since
                 if elapsed >= PROGRESS_EVERY_S and elapsed >= next_note:

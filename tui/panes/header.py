@@ -12,7 +12,7 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
-from gputop.tui.bridge import RunSnapshot
+from gputop.tui.bridge import BUSY_STATES, RunSnapshot
 from gputop.tui.report_text import human_bytes
 
 STATE_STYLES = {
@@ -26,9 +26,6 @@ STATE_STYLES = {
     "stopped": "dim",
     "error": "bold white on red",
 }
-
-
-BUSY_STATES = ("importing", "compiling", "loading")
 
 
 def memory_bar(used: int | None, total: int | None, width: int = 20) -> Text:
