@@ -29,8 +29,8 @@ from gputop.core.signature import FunctionSignature, TensorType
 OPSET = 17
 
 
-def check_model(path: Path, data: bytes) -> None:
-    """A one-line error unless `data` parses as an ONNX model."""
+def check_model(path: Path, data: bytes) -> Any:
+    """The `onnx.ModelProto` in `data`, or a one-line error when it is not a model."""
     try:
         import onnx
     except ImportError:
@@ -42,6 +42,7 @@ def check_model(path: Path, data: bytes) -> None:
         raise UsageError(f"{path}: not an ONNX model (it does not parse as a ModelProto)") from None
     if not model.graph.node:
         raise UsageError(f"{path}: not an ONNX model (no graph nodes)")
+    return model
 
 
 # Imported models compile without compile-time evaluation of constant expressions: the importer
@@ -86,12 +87,8 @@ def _external_files(path: Path, model: Any) -> list[Path]:
 
 def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event | None = None) -> ImportedModel:
     """The model as MLIR (and a parameter archive for external or large weights), cached by content."""
-    import onnx
-
     data = read_source(path)
-    check_model(path, data)
-    model = onnx.ModelProto()
-    model.ParseFromString(data)
+    model = check_model(path, data)
     external, inline_bytes = weights_layout(model)
     externalize = external or inline_bytes > EXTERNALIZE_BYTES
     digest = hashlib.sha256(data)

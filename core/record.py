@@ -147,9 +147,9 @@ class SessionRecord:
             self.last_seq = snapshot.seq
 
     def close(
-        self, report: dict[str, Any] | None, *, state: str, exit_code: int, published: int
+        self, report: dict[str, Any] | None, *, state: str, exit_code: int, published: int, **fields: Any
     ) -> dict[str, Any] | None:
-        """Drain the samples, write `report.json` and the manifest's ending; returns the report written."""
+        """Drain the samples, write `report.json` and the manifest's ending (with `fields`); returns the report."""
         self._queue.put(None)
         self._thread.join(timeout=30)
         with contextlib.suppress(OSError):
@@ -173,6 +173,7 @@ class SessionRecord:
             duration_s=round(ended - self._manifest["started_at"], 3),
             samples=self.written,
             samples_lost=max(0, published - self.thinned - self.written),
+            **fields,
         )
         return report
 

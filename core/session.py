@@ -559,10 +559,16 @@ class Session:
             with open(self.session_dir / "session.log", "a", encoding="utf-8") as handle:
                 handle.write(traceback.format_exc())
         state = "interrupted" if self._interrupt_code is not None else self.snapshot.state
-        self.record.update(device=self._device, devices=self._devices)
         with self._lock:
             published = self._published
-        self.report = self.record.close(report, state=state, exit_code=self.exit_code(), published=published)
+        self.report = self.record.close(
+            report,
+            state=state,
+            exit_code=self.exit_code(),
+            published=published,
+            device=self._device,  # OpenCL runs learn their device outside _run's IREE path
+            devices=self._devices,
+        )
 
     # -- state and publishing -----------------------------------------------
     def _check_stop(self) -> None:

@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +75,18 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, *fr
     for fragment in fragments:
         assert fragment in errors[0], (fragment, errors[0])
     return errors[0]
+
+
+def poll(test: Callable[[], Any], timeout: float = 120, every: float = 0.05) -> Any:
+    """The first truthy result of `test()`; OSErrors (a refused connection, a file not yet there) mean not yet."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = test()
+            if result:
+                return result
+        except OSError as exc:
+            last_error = exc
+        time.sleep(every)
+    raise AssertionError(f"never happened (last error: {last_error})")

@@ -19,14 +19,14 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import assert_one_line_error, run_gputop
+from conftest import assert_one_line_error, poll, run_gputop
 
 PROMETHEUS = shutil.which("prometheus")
 
@@ -40,21 +40,6 @@ def free_port() -> int:
 def fetch(url: str, timeout: float = 5) -> str:
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return str(response.read().decode())
-
-
-def poll(test: Callable[[], Any], timeout: float = 120, every: float = 0.25) -> Any:
-    """The first truthy result of `test()` (connection errors count as not yet)."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            result = test()
-            if result:
-                return result
-        except OSError as exc:
-            last_error = exc
-        time.sleep(every)
-    raise AssertionError(f"never happened (last error: {last_error})")
 
 
 def gputop_child(*args: str) -> subprocess.Popen[str]:

@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
-from conftest import run_gputop
+from conftest import poll, run_gputop
 
 
 def start(*args: str) -> subprocess.Popen[str]:
@@ -43,15 +43,6 @@ def samples(folder: Path) -> list[dict[str, Any]]:
     lines = raw.split(b"\n")
     assert lines[-1] == b"", "the last line was cut off"
     return [json.loads(line) for line in lines[:-1]]
-
-
-def wait_until(test: Any, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if test():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition never held")
 
 
 def last_sample(folder: Path) -> dict[str, Any] | None:
@@ -108,7 +99,7 @@ def test_finished_run_leaves_a_complete_session(tmp_path: Path) -> None:
 def test_signal_during_calls_keeps_everything(tmp_path: Path, signum: int, code: int) -> None:
     folder = tmp_path / "s"
     child = start("demo:mlp", "--device", "cpu", "-n", "100000", "--session-dir", str(folder))
-    wait_until(lambda: (last_sample(folder) or {}).get("calls", {}).get("count", 0) >= 5)
+    poll(lambda: (last_sample(folder) or {}).get("calls", {}).get("count", 0) >= 5)
     child.send_signal(signum)
     _, stderr = child.communicate(timeout=60)
     assert child.returncode == code, stderr
@@ -124,8 +115,8 @@ def test_signal_during_compile_reaps_the_compiler(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     # --no-cache and a fresh seed-free compile: the compiler is running when the signal lands.
     child = start("demo:conv", "--device", "cpu", "-n", "1", "--no-cache", "--session-dir", str(folder))
-    wait_until(lambda: (folder / "manifest.json").exists() and manifest(folder)["state"] == "compiling")
-    wait_until(lambda: any("iree-compile" in c for c in leftover_children(folder)), timeout=30)
+    poll(lambda: (folder / "manifest.json").exists() and manifest(folder)["state"] == "compiling")
+    poll(lambda: any("iree-compile" in c for c in leftover_children(folder)), timeout=30)
     child.send_signal(signal.SIGINT)
     _, stderr = child.communicate(timeout=60)
     assert child.returncode == 130, stderr
@@ -138,7 +129,7 @@ def test_signal_during_compile_reaps_the_compiler(tmp_path: Path) -> None:
 def test_signal_during_profile_reaps_the_profiler(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     child = start("demo:mlp", "--device", "cpu", "-n", "300", "--profile", "--session-dir", str(folder))
-    wait_until(lambda: bool((last_sample(folder) or {}).get("profiling")), timeout=180)
+    poll(lambda: bool((last_sample(folder) or {}).get("profiling")), timeout=180)
     child.send_signal(signal.SIGTERM)
     _, stderr = child.communicate(timeout=60)
     assert child.returncode == 143, stderr
@@ -149,7 +140,7 @@ def test_signal_during_profile_reaps_the_profiler(tmp_path: Path) -> None:
 def test_kill_9_leaves_readable_lines_and_a_rebuilt_report(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     child = start("demo:mlp", "--device", "cpu", "-n", "100000", "--session-dir", str(folder))
-    wait_until(lambda: (last_sample(folder) or {}).get("calls", {}).get("count", 0) >= 5)
+    poll(lambda: (last_sample(folder) or {}).get("calls", {}).get("count", 0) >= 5)
     child.kill()
     child.communicate(timeout=60)
     rows = samples(folder)  # every complete line parses
