@@ -19,6 +19,7 @@ EXIT_RUNTIME = 5
 EXIT_CHECK = 6
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
+EXIT_SIGPIPE = 141  # the reader of our output left (`gputop sessions | head`): quiet, as a shell tool is
 
 
 class GputopError(Exception):

@@ -9,6 +9,8 @@ The README's "When things go wrong" table lists the same cases.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,3 +259,20 @@ def test_module_compiled_for_another_device(tmp_path: Path) -> None:
     compiled = compile_module(Path("mlp.mlir"), VULKAN_DEFAULT_FLAGS, source_bytes=DEMOS["mlp"].source())
     proc = run_gputop("run", str(compiled.vmfb_path), "--device", "cpu")
     assert_one_line_error(proc, 5, "compiled for vulkan, not for local-task")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["devices", "--json"], ["sessions", "--json"]])
+def test_reader_leaving_early_is_quiet(argv: list[str]) -> None:
+    """`gputop ... | head`: the closed pipe ends gputop with 141 (as SIGPIPE would), silently."""
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "gputop.tui", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert writer.stdout is not None and writer.stderr is not None
+    writer.stdout.close()  # the reader leaves while gputop is still starting (a second of imports)
+    stderr = writer.stderr.read().decode()
+    assert writer.wait(timeout=120) == 141, stderr
+    assert stderr == "", stderr

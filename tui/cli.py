@@ -11,6 +11,7 @@ crash in their own teardown at interpreter exit after a clean run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ from gputop.core.errors import (
     EXIT_OK,
     EXIT_RUNTIME,
     EXIT_SIGINT,
+    EXIT_SIGPIPE,
     EXIT_SIGTERM,
     GputopError,
     UsageError,
@@ -605,6 +607,8 @@ def run_cli(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gputop: interrupted", file=sys.stderr)
         return EXIT_SIGINT
+    except BrokenPipeError:
+        return reader_left()
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_OK
     except Exception as exc:
@@ -615,9 +619,21 @@ def run_cli(argv: list[str] | None = None) -> int:
         return EXIT_RUNTIME
 
 
+def reader_left() -> int:
+    """stdout's reader closed the pipe: nothing more can be said there, and it is no error of ours."""
+    # Python would try to flush the dead pipe once more at exit and complain; point stdout at /dev/null.
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_SIGPIPE
+
+
 def main() -> None:
     """Console entry point: run, flush, and leave without IREE's exit-time noise."""
     code = run_cli()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = reader_left()
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
     os._exit(code)
