@@ -19,6 +19,7 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from gputop.core.diagnostics import looks_like_crash, parse_diagnostics
@@ -78,23 +79,54 @@ def compile_module(
     use_cache: bool = True,
     source_bytes: bytes | None = None,
 ) -> CompiledModule:
-    """Compile `source_path` with `flags`, retrying once with a known workaround when one applies."""
+    """Compile `source_path` with `flags`, retrying once with a known workaround when one applies.
+
+    A workaround that was needed is remembered beside the cache (for this source, these flags
+    and this compiler), so later runs go straight to the working flags instead of meeting the
+    compiler's failure again (seconds on a large model).
+    """
+    data = source_bytes if source_bytes is not None else read_source(source_path)
+    compile_with = partial(
+        _compile_once, source_path, data, log_dir=log_dir, cancel=cancel, use_cache=use_cache,
+        write_source=source_bytes is not None,
+    )  # fmt: skip
+    remembered = cache_dir() / "vmfb" / f"{cache_key_for(data, flags)}.workaround"
+    if use_cache:
+        fix = _remembered_workaround(remembered)
+        if fix is not None:
+            compiled = compile_with((*flags, fix.flag))
+            return replace(compiled, workaround=f"{fix.why}; compiled with {fix.flag} (remembered)")
     try:
-        return _compile_once(
-            source_path, flags, log_dir=log_dir, cancel=cancel, use_cache=use_cache, source_bytes=source_bytes
-        )
+        return compile_with(flags)
     except CompileError as exc:
+        said = _compiler_output(exc)
         fix = next(
-            (w for w in WORKAROUNDS if w.backend_flag in flags and w.symptom in exc.message and w.flag not in flags),
+            (w for w in WORKAROUNDS if w.backend_flag in flags and w.symptom in said and w.flag not in flags),
             None,
         )
         if fix is None:
             raise
-        compiled = _compile_once(
-            source_path, (*flags, fix.flag), log_dir=log_dir, cancel=cancel, use_cache=use_cache,
-            source_bytes=source_bytes,
-        )  # fmt: skip
+        compiled = compile_with((*flags, fix.flag))
+        with contextlib.suppress(OSError):  # only a shortcut for later runs
+            remembered.write_text(fix.flag + "\n", encoding="utf-8")
         return replace(compiled, workaround=f"{fix.why}; compiled again with {fix.flag}")
+
+
+def _compiler_output(error: CompileError) -> str:
+    """All the compiler said (its log), not only the one line the error keeps."""
+    try:
+        return error.message + "\n" + Path(error.log_path).read_text(encoding="utf-8", errors="replace")
+    except (OSError, TypeError):  # no log (TypeError: log_path is None)
+        return error.message
+
+
+def _remembered_workaround(marker: Path) -> Workaround | None:
+    """The workaround an earlier compile of the same source and flags needed, if it is still one we know."""
+    try:
+        flag = marker.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return next((w for w in WORKAROUNDS if w.flag == flag), None)
 
 
 def compiler_version() -> str:
@@ -144,15 +176,15 @@ def cache_key_for(source: bytes, flags: tuple[str, ...]) -> str:
 
 def _compile_once(
     source_path: Path,
+    data: bytes,
     flags: tuple[str, ...],
     *,
     log_dir: Path | None = None,
     cancel: threading.Event | None = None,
     use_cache: bool = True,
-    source_bytes: bytes | None = None,
+    write_source: bool = False,
 ) -> CompiledModule:
-    """Compile `source_path` with `flags`; return the cached `.vmfb` when there is one."""
-    data = source_bytes if source_bytes is not None else read_source(source_path)
+    """Compile `data` (read from `source_path`) with `flags`; return the cached `.vmfb` when there is one."""
     if data.startswith(b"\x7fELF") or (b"\0" in data[:4096] and not data.startswith(b"ML\xefR")):
         raise UsageError(f"{source_path}: looks like a binary file, not MLIR text or bytecode")
     key = cache_key_for(data, flags)
@@ -173,24 +205,24 @@ def _compile_once(
 
     bad = known_bad_target(flags)
     cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
+    unfinished = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
     source_for_compiler = source_path
-    if source_bytes is not None:
+    if write_source:
         # Built-in demos have no file of their own: give the compiler one.
         source_for_compiler = log_root / f"source-{key[:12]}.mlir"
-        source_for_compiler.write_bytes(source_bytes)
-    command = [find_compiler(), str(source_for_compiler), *flags, "-o", str(partial)]
+        source_for_compiler.write_bytes(data)
+    command = [find_compiler(), str(source_for_compiler), *flags, "-o", str(unfinished)]
     started = time.perf_counter()
     text, returncode = run_logged(command, log_path, cancel, what="compile")
     elapsed = time.perf_counter() - started
     diagnostics = tuple(parse_diagnostics(text, log_path=str(log_path)))
-    if returncode != 0 or not partial.exists():
-        partial.unlink(missing_ok=True)
+    if returncode != 0 or not unfinished.exists():
+        unfinished.unlink(missing_ok=True)
         raise _compile_failure(text, returncode, diagnostics, log_path, bad, data)
     with contextlib.suppress(OSError):  # the log is a convenience of later cache hits
         shutil.copyfile(log_path, cached.with_suffix(".log.partial"))
         os.replace(cached.with_suffix(".log.partial"), cached.with_suffix(".log"))
-    os.replace(partial, cached)
+    os.replace(unfinished, cached)
     return CompiledModule(cached, flags, key, False, elapsed, diagnostics, log_path)
 
 

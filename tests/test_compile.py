@@ -114,3 +114,36 @@ def test_parse_op_spelling_of_shared_memory() -> None:
         16384,
         "m_dispatch_4_matmul",
     )
+
+
+def test_a_needed_workaround_is_remembered(fresh_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile that met a known compiler failure goes straight to the working flags next time.
+
+    The failure is real (the compiler rejects an unknown CPU) and so is the fix (a later
+    occurrence of the flag wins); only the table naming it is this test's own.
+    """
+    from gputop.core import compile as compile_mod
+
+    workaround = compile_mod.Workaround(
+        LOCAL_FLAGS[0], "Unknown CPU for target architecture", "--iree-llvmcpu-target-cpu=host", "no such CPU"
+    )
+    monkeypatch.setattr(compile_mod, "WORKAROUNDS", (workaround,))
+    source = tmp_path / "mlp.mlir"
+    source.write_bytes(DEMOS["mlp"].source())
+    flags = (*(f for f in LOCAL_FLAGS if "target-cpu" not in f), "--iree-llvmcpu-target-cpu=nonsense")
+
+    first = compile_module(source, flags, log_dir=tmp_path / "logs")
+    assert first.workaround and "compiled again with --iree-llvmcpu-target-cpu=host" in first.workaround
+    assert first.flags == (*flags, workaround.flag) and not first.cache_hit
+    failed_log = tmp_path / "logs" / f"compile-{compile_mod.cache_key_for(source.read_bytes(), flags)[:12]}.log"
+    assert "Unknown CPU" in failed_log.read_text()
+    failed_log.unlink()
+
+    second = compile_module(source, flags, log_dir=tmp_path / "logs")
+    assert second.cache_hit and second.vmfb_path == first.vmfb_path
+    assert second.workaround and "(remembered)" in second.workaround
+    assert not failed_log.exists(), "the failing compile ran again"
+
+    # Without the cache, the compiler is asked again (the failure may be gone in a new build).
+    third = compile_module(source, flags, log_dir=tmp_path / "logs", use_cache=False)
+    assert failed_log.exists() and third.workaround and "compiled again" in third.workaround
