@@ -15,19 +15,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import Static
 
 from gputop.tui.bridge import RunSnapshot
+from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import KeyedTable
 from gputop.tui.report_text import human_bytes
 
 COLUMNS = ("capture", "size", "dispatches", "calls")
 
 
-class CapturesPane(Vertical):
+class CapturesPane(BoxPane):
+    BORDER_TITLE = "Captures"
     DEFAULT_CSS = """
-    CapturesPane { height: auto; border: round $primary; padding: 0 1; }
     CapturesPane DataTable { height: auto; max-height: 6; }
     CapturesPane #captures-hint { height: auto; color: $text-muted; }
     """
@@ -37,7 +37,6 @@ class CapturesPane(Vertical):
         yield Static("no captures: press c to capture the next call (Vulkan)", id="captures-hint")
 
     def on_mount(self) -> None:
-        self.border_title = "Captures"
         self._paths: list[str] = []
 
     def show(self, snapshot: RunSnapshot) -> None:

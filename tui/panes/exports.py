@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import Static
 
 from gputop.tui.bridge import RunSnapshot
+from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import KeyedTable
 from gputop.tui.report_text import human_bytes
 
@@ -52,9 +52,9 @@ def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str | Text, ...]]:
     return rows
 
 
-class ExportsPane(Vertical):
+class ExportsPane(BoxPane):
+    BORDER_TITLE = "Exports"
     DEFAULT_CSS = """
-    ExportsPane { height: auto; border: round $primary; padding: 0 1; }
     ExportsPane DataTable { height: auto; max-height: 6; }
     ExportsPane #exports-hint { height: auto; color: $text-muted; }
     """
@@ -62,9 +62,6 @@ class ExportsPane(Vertical):
     def compose(self) -> ComposeResult:
         yield KeyedTable(COLUMNS, id="exports-table")
         yield Static("results appear once the module is loaded", id="exports-hint")
-
-    def on_mount(self) -> None:
-        self.border_title = "Exports"
 
     def show(self, snapshot: RunSnapshot) -> None:
         rows = export_rows(snapshot)

@@ -8,18 +8,18 @@ to get one rather than showing guesses.
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import Static
 
 from gputop.tui.bridge import KernelTiming, RunSnapshot
+from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import KeyedTable
 
 COLUMNS = ("kernel", "share", "avg", "count", "min", "max")
 
 
-class KernelsPane(Vertical):
+class KernelsPane(BoxPane):
+    BORDER_TITLE = "Kernels"
     DEFAULT_CSS = """
-    KernelsPane { height: auto; border: round $primary; padding: 0 1; }
     KernelsPane DataTable { height: auto; max-height: 10; }
     KernelsPane #kernels-summary { height: auto; }
     KernelsPane #kernels-hint { height: auto; color: $text-muted; }
@@ -29,9 +29,6 @@ class KernelsPane(Vertical):
         yield Static(id="kernels-summary")
         yield KeyedTable(COLUMNS, id="kernels-table")
         yield Static("no profile yet: press p to profile the running module", id="kernels-hint")
-
-    def on_mount(self) -> None:
-        self.border_title = "Kernels"
 
     def show(self, snapshot: RunSnapshot) -> None:
         profile = snapshot.profile

@@ -9,19 +9,19 @@ of live device bytes.
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
 from gputop.tui.bridge import RunSnapshot
+from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import KeyedTable
 from gputop.tui.report_text import human_bytes
 
 COLUMNS = ("device", "type", "live", "peak", "allocated", "freed")
 
 
-class MemoryPane(Vertical):
+class MemoryPane(BoxPane):
+    BORDER_TITLE = "Memory pools"
     DEFAULT_CSS = """
-    MemoryPane { height: auto; border: round $primary; padding: 0 1; }
     MemoryPane DataTable { height: auto; max-height: 8; }
     MemoryPane #memory-device { height: auto; }
     MemoryPane Sparkline { height: 2; }
@@ -31,9 +31,6 @@ class MemoryPane(Vertical):
         yield KeyedTable(COLUMNS, id="memory-table")
         yield Static(id="memory-device")
         yield Sparkline([], id="memory-sparkline", summary_function=max)
-
-    def on_mount(self) -> None:
-        self.border_title = "Memory pools"
 
     def show(self, snapshot: RunSnapshot) -> None:
         sample = snapshot.memory

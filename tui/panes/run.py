@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
 from gputop.tui.bridge import RunSnapshot
+from gputop.tui.panes.box import BoxPane
 from gputop.tui.report_text import PHASES
 
 
@@ -32,9 +32,9 @@ def ms(value: float | None) -> str:
     return f"{value:.3f} ms" if value < 10 else f"{value:.1f} ms"
 
 
-class RunPane(Vertical):
+class RunPane(BoxPane):
+    BORDER_TITLE = "Run"
     DEFAULT_CSS = """
-    RunPane { height: auto; border: round $primary; padding: 0 1; }
     RunPane #run-phases { height: auto; }
     RunPane #run-calls { height: auto; }
     RunPane Sparkline { height: 2; margin-top: 1; }
@@ -44,9 +44,6 @@ class RunPane(Vertical):
         yield Static(id="run-phases")
         yield Static(id="run-calls")
         yield Sparkline([], id="run-sparkline", summary_function=max)
-
-    def on_mount(self) -> None:
-        self.border_title = "Run"
 
     def show(self, snapshot: RunSnapshot) -> None:
         table = Table.grid(padding=(0, 1), pad_edge=False)
