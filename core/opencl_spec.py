@@ -11,6 +11,7 @@ expression over the buffers. Every mistake in a spec is a one-line
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,15 @@ def spec_from_dict(data: dict[str, Any], path: Path) -> RunSpec:
         raise UsageError(f"{path.name}: malformed run spec ({exc})") from None
 
 
+def _named_entries(data: dict[str, Any], key: str, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each table of the list `key` ([[buffers]], [[kernels]]), with where it is; every one needs a name."""
+    for index, raw in enumerate(data.get(key, [])):
+        at = f"{where}: {key}[{index}]"
+        if not isinstance(raw, dict) or "name" not in raw:
+            raise UsageError(f"{at}: needs a name")
+        yield at, raw
+
+
 def _spec_from_dict(data: dict[str, Any], path: Path) -> RunSpec:
     where = path.name
     if "source" in data and "source_code" in data:
@@ -148,10 +158,7 @@ def _spec_from_dict(data: dict[str, Any], path: Path) -> RunSpec:
     else:
         raise UsageError(f"{where}: no source (give source = 'file.cl' or source_code = '...')")
     buffers = []
-    for index, raw in enumerate(data.get("buffers", [])):
-        at = f"{where}: buffers[{index}]"
-        if not isinstance(raw, dict) or "name" not in raw:
-            raise UsageError(f"{at}: needs a name")
+    for at, raw in _named_entries(data, "buffers", where):
         init = str(raw.get("init", "zeros"))
         if init not in INITS and not init.endswith(".npy"):
             raise UsageError(f"{at}: init must be one of {', '.join(INITS)} or a .npy file")
@@ -168,10 +175,7 @@ def _spec_from_dict(data: dict[str, Any], path: Path) -> RunSpec:
     if len(names) != len(buffers):
         raise UsageError(f"{where}: buffer names must be unique")
     kernels = []
-    for index, raw in enumerate(data.get("kernels", [])):
-        at = f"{where}: kernels[{index}]"
-        if not isinstance(raw, dict) or "name" not in raw:
-            raise UsageError(f"{at}: needs a name")
+    for at, raw in _named_entries(data, "kernels", where):
         args: list[str | ScalarArg] = []
         for position, arg in enumerate(raw.get("args", [])):
             if isinstance(arg, str):
