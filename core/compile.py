@@ -19,7 +19,6 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 
 from gputop.core.diagnostics import looks_like_crash, parse_diagnostics
@@ -86,38 +85,38 @@ def compile_module(
     compiler's failure again (seconds on a large model).
     """
     data = source_bytes if source_bytes is not None else read_source(source_path)
-    compile_with = partial(
-        _compile_once, source_path, data, log_dir=log_dir, cancel=cancel, use_cache=use_cache,
-        write_source=source_bytes is not None,
-    )  # fmt: skip
-    remembered = cache_dir() / "vmfb" / f"{cache_key_for(data, flags)}.workaround"
+
+    def attempt(with_flags: tuple[str, ...], key: str | None = None) -> CompiledModule:
+        return _compile_once(
+            source_path, data, with_flags, key or cache_key_for(data, with_flags), log_dir=log_dir, cancel=cancel,
+            use_cache=use_cache, write_source=source_bytes is not None,
+        )  # fmt: skip
+
+    key = cache_key_for(data, flags)  # hashed once: an imported model's source can be large
+    remembered = _in_cache(key, ".workaround")
     if use_cache:
         fix = _remembered_workaround(remembered)
         if fix is not None:
-            compiled = compile_with((*flags, fix.flag))
+            compiled = attempt((*flags, fix.flag))
             return replace(compiled, workaround=f"{fix.why}; compiled with {fix.flag} (remembered)")
     try:
-        return compile_with(flags)
+        return attempt(flags, key)
     except CompileError as exc:
-        said = _compiler_output(exc)
         fix = next(
-            (w for w in WORKAROUNDS if w.backend_flag in flags and w.symptom in said and w.flag not in flags),
+            (w for w in WORKAROUNDS if w.backend_flag in flags and w.symptom in exc.output and w.flag not in flags),
             None,
         )
         if fix is None:
             raise
-        compiled = compile_with((*flags, fix.flag))
+        compiled = attempt((*flags, fix.flag))
         with contextlib.suppress(OSError):  # only a shortcut for later runs
             remembered.write_text(fix.flag + "\n", encoding="utf-8")
         return replace(compiled, workaround=f"{fix.why}; compiled again with {fix.flag}")
 
 
-def _compiler_output(error: CompileError) -> str:
-    """All the compiler said (its log), not only the one line the error keeps."""
-    try:
-        return error.message + "\n" + Path(error.log_path).read_text(encoding="utf-8", errors="replace")
-    except (OSError, TypeError):  # no log (TypeError: log_path is None)
-        return error.message
+def _in_cache(key: str, suffix: str) -> Path:
+    """Where the compile cache keeps one thing (the module, its log, a needed workaround) for `key`."""
+    return cache_dir() / "vmfb" / f"{key}{suffix}"
 
 
 def _remembered_workaround(marker: Path) -> Workaround | None:
@@ -178,17 +177,20 @@ def _compile_once(
     source_path: Path,
     data: bytes,
     flags: tuple[str, ...],
+    key: str,
     *,
     log_dir: Path | None = None,
     cancel: threading.Event | None = None,
     use_cache: bool = True,
     write_source: bool = False,
 ) -> CompiledModule:
-    """Compile `data` (read from `source_path`) with `flags`; return the cached `.vmfb` when there is one."""
+    """Compile `data` (read from `source_path`) with `flags`, whose cache key is `key`.
+
+    Returns the cached `.vmfb` when there is one.
+    """
     if data.startswith(b"\x7fELF") or (b"\0" in data[:4096] and not data.startswith(b"ML\xefR")):
         raise UsageError(f"{source_path}: looks like a binary file, not MLIR text or bytecode")
-    key = cache_key_for(data, flags)
-    cached = cache_dir() / "vmfb" / f"{key}.vmfb"
+    cached = _in_cache(key, ".vmfb")
     log_root = log_dir or cache_dir() / "logs"
     log_root.mkdir(parents=True, exist_ok=True)
     log_path = log_root / f"compile-{key[:12]}.log"
@@ -250,6 +252,7 @@ def _compile_failure(
         else:
             error = CompileError(f"the compiler failed (exit {returncode}){hint}", log_path=str(log_path))
     error.diagnostics = diagnostics
+    error.output = text
     return error
 
 

@@ -51,6 +51,7 @@ class CompileError(GputopError):
 
     exit_code = EXIT_COMPILE
     diagnostics: tuple[Any, ...] = ()
+    output: str = ""  # all the compiler printed (also in the log): known failures are matched against it
 
 
 class DeviceUnavailableError(GputopError):
