@@ -35,7 +35,10 @@ typecheck: setup
 # Screenshots come only from driving the real app (never edited by hand).
 screenshots: setup
 	$(PY) scripts/screenshots.py screenshots/gputop-cpu.svg --device local-task --calls 30 --profile
+	$(PY) scripts/screenshots.py screenshots/gputop-timeline-cpu.svg --device local-task --calls 30 --profile --press t
+	$(PY) scripts/screenshots.py screenshots/gputop-roofline-cpu.svg --device local-task --calls 30 --profile --roofline
 	scripts/resnet50_screenshot.sh $(PY) screenshots/gputop-resnet50-cpu.svg
+	$(PY) scripts/params_screenshot.py screenshots/gputop-params-cpu.svg --device local-task --mode streamed --cold
 
 demo: setup
 	GPUTOP=$(CURDIR)/$(VENV)/bin/gputop scripts/record_demo.sh screenshots/demo.cast
@@ -48,7 +51,7 @@ bench: setup
 	$(PY) bench/profile_overhead.py --device local-task --rounds 3 --calls 30 --json bench/results/cpu-profile_overhead.json
 	$(PY) bench/startup.py --device local-task --json bench/results/cpu-startup.json
 	$(PY) bench/own_cost.py --device local-task --seconds 30 --json bench/results/cpu-own_cost.json
-	$(PY) bench/params.py --device local-task --gib 1 --json bench/results/cpu-params.json
+	$(PY) bench/params.py --device local-task --tensors 64 --gib 1 --cache warm,cold --reference --json bench/results/cpu-params.json
 
 # 30 minutes flat out on local-task: RSS, samples lost, open files (BENCHMARKS.md).
 soak: setup

@@ -1,129 +1,360 @@
-"""Parameters: context creation with a 1 GiB `.irpa` through each loading path.
+"""Parameters: how fast each loading path brings a model onto the device, beside the bus's own limit.
 
-A large model's context can take minutes when its parameters go through host
-memory instead of file handles. This builds a module that reads one 1 GiB
-parameter, then for each path gputop can take (memory-mapped, async file
-handle, plain fd, host copy) times the index load plus context creation plus
-a first call, side by side in one run, and shows which path gputop picks
-for the backend. Prints a table, writes JSON.
+A large model's context took minutes when its parameters went through host
+memory. This builds a model-like archive (`--tensors N --gib G`: an embedding,
+transformer layers of nine tensors, an output projection; `--tensors 1` is one
+parameter of G GiB) and a module whose `head()` returns the first and last
+four values of every parameter, then times, each path in a fresh process,
+index load + context creation + first call, and checks the call's output
+against the markers written into the archive (a wrong or partial load fails
+the check, so a fast path cannot be fast by skipping bytes):
 
-Usage: python bench/params.py [--device local-task] [--gib 1] [--vmfb M.vmfb] [--json out.json]
+- streamed: gputop's loader (core/param_stream.py), the product's own code path;
+- streamed_wc: the same loader staging through write-combined pinned memory (its first version);
+- mmap, file_async: IREE's, as gputop runs them (`--params-mode`);
+- file_async_c8: IREE's async file reads with `max_concurrent_operations=8`;
+- fd: a plain file descriptor (`FileHandle.wrap_fd`);
+- host_copy: every parameter copied through Python memory first (the slow path).
+
+Beside them, the physical figure: the same number of bytes copied host to
+device through the same device API from pinned memory (IREE's host-local,
+device-visible buffers) and from pageable memory (`allocate_buffer_copy` of a
+NumPy array), and through PyTorch where it is installed with CUDA. Warm page
+cache (the file read once before) and cold (`posix_fadvise(DONTNEED)`; the
+share of the file still resident is read with `mincore` and reported).
+
+Usage: python bench/params.py [--device cuda] [--tensors 256] [--gib 16] [--archive A.irpa] [--vmfb M.vmfb]
+           [--paths streamed,mmap,file_async] [--cache warm,cold] [--reference] [--sweep] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
+import mmap
 import os
+import subprocess
+import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from gputop.core.devices import resolve_device
-from gputop.core.iree_runner import parameter_mode_for
-
-SOURCE = """
-util.global private @weight = #flow.parameter.named<"model"::"weight"> : tensor<{n}xf32>
-func.func @head() -> tensor<4xf32> {{
-  %w = util.global.load @weight : tensor<{n}xf32>
-  %s = tensor.extract_slice %w[0] [4] [1] : tensor<{n}xf32> to tensor<4xf32>
-  return %s : tensor<4xf32>
-}}
-"""
+PATHS = ("streamed", "streamed_wc", "mmap", "file_async", "file_async_c8", "fd", "host_copy")
+SWEEP = ((4, 16), (8, 8), (8, 32), (12, 16), (16, 16), (16, 32))  # streamed: (workers, chunk MiB); 8x16 is the default
 
 
-def make_archive(path: Path, count: int) -> None:
+# -- page cache -----------------------------------------------------------------------------------------------
+
+
+def resident_fraction(path: Path) -> float:
+    """The share of the file's pages in the page cache (mincore over a mapping that touches nothing)."""
+    size = path.stat().st_size
+    if size == 0:
+        return 1.0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vector = ctypes.create_string_buffer(pages)
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), size, prot=mmap.PROT_READ) as mapped:
+        array = np.frombuffer(mapped, dtype=np.uint8)
+        failed = libc.mincore(ctypes.c_void_p(array.ctypes.data), size, vector) != 0
+        del array  # the mapping cannot close while a view of it lives
+    return float("nan") if failed else sum(1 for b in vector.raw if b & 1) / pages
+
+
+def drop_cache(path: Path) -> float:
+    """Evict the file from the page cache; returns the share still resident afterwards."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return resident_fraction(path)
+
+
+def warm_cache(path: Path, threads: int = 8) -> float:
+    """Read the whole file once (in parallel) so it sits in the page cache; returns the resident share."""
+    size = path.stat().st_size
+    block = 64 * 2**20
+    fd = os.open(path, os.O_RDONLY)
+
+    def read(offset: int) -> None:
+        buffer = bytearray(block)
+        os.preadv(fd, [buffer], offset)
+
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(read, range(0, size, block)))
+    finally:
+        os.close(fd)
+    return resident_fraction(path)
+
+
+# -- one path, in a fresh process -------------------------------------------------------------------------------
+
+
+def one_path(args: argparse.Namespace) -> dict[str, Any]:
     import iree.runtime as rt
 
-    index = rt.ParameterIndex()
-    index.add_buffer("weight", np.arange(count, dtype=np.float32).tobytes())
-    index.create_archive_file(str(path))
+    from gputop.core.devices import resolve_device
+    from gputop.core.iree_runner import IreeModuleRun
+    from gputop.core.param_archive import expected_head, read_archive
+    from gputop.core.param_stream import StreamOptions
 
-
-def one_path(mode: str, device_spec: str, vmfb: Path, archive: Path) -> float:
-    import iree.runtime as rt
-
-    info = resolve_device(device_spec)
-    driver = rt.get_driver(info.backend)
-    device = (
-        driver.create_default_device()
-        if info.backend.startswith("local")
-        else driver.create_device(driver.query_available_devices()[0])
-    )
-    instance = rt.VmInstance()
-    module = rt.VmModule.mmap(instance, str(vmfb))
+    info = resolve_device(args.device)
+    runner = IreeModuleRun([info])
+    runner.open_devices()
+    runner.load_module(args.vmfb)
+    mode = args.one
     started = time.perf_counter()
-    index = rt.ParameterIndex()
-    if mode == "mmap":
-        index.load(str(archive))
-    elif mode == "file_async":
-        index.load(str(archive), mode="file_async")
-    elif mode == "fd":
-        index.load_from_file_handle(rt.FileHandle.wrap_fd(os.open(archive, os.O_RDONLY)), "irpa")
-    else:  # host copy: the slow path users fall into (bytes through Python memory)
-        probe = rt.ParameterIndex()
-        probe.load(str(archive))
-        name, entry = probe.items()[0]
-        index.add_buffer(name, rt.parameter_index_entry_as_numpy_flat_ndarray(entry).tobytes())
-    provider = index.create_provider(scope="model")
-    params = rt.create_io_parameters_module(instance, provider)
-    context = rt.VmContext(instance, modules=[rt.create_hal_module(instance, device), params, module])
-    result = rt.FunctionInvoker(context, device, module.lookup_function("head"))()
+    entries = read_archive(args.archive)
+    if mode in ("streamed", "streamed_wc", "mmap", "file_async"):
+        # streamed_wc: the same loader staging through write-combined pinned memory (its first version)
+        options = StreamOptions(
+            workers=args.workers, chunk_bytes=args.chunk_mib * 2**20, cached_staging=mode != "streamed_wc"
+        )
+        runner.load_parameters([args.archive], mode=mode.removesuffix("_wc"), options=options)
+    else:
+        index = rt.ParameterIndex()
+        if mode == "file_async_c8":
+            index.load(str(args.archive), mode="file_async")
+            provider = index.create_provider(scope="model", max_concurrent_operations=8)
+        elif mode == "fd":
+            index.load_from_file_handle(rt.FileHandle.wrap_fd(os.open(args.archive, os.O_RDONLY)), "irpa")
+            provider = index.create_provider(scope="model")
+        else:  # host_copy: the slow path users fall into (bytes through Python memory)
+            probe = rt.ParameterIndex()
+            probe.load(str(args.archive))
+            for name, entry in probe.items():
+                index.add_buffer(name, rt.parameter_index_entry_as_numpy_flat_ndarray(entry).tobytes())
+            provider = index.create_provider(scope="model")
+        runner.parameter_files = [args.archive]
+        runner.parameters_module = rt.create_io_parameters_module(runner.instance, provider)
+    index_s = time.perf_counter() - started
+    runner.create_context("head")
+    context_done = time.perf_counter()
+    outputs = runner.read_back(runner.call())
     elapsed = time.perf_counter() - started
-    # Release in dependency order: IREE crashes when a device outlives nothing but its arrays.
-    del result, context, params, provider, index, module, instance, device
-    return elapsed
+    total = sum(e.length for e in entries)
+    expected = expected_head(len(entries))
+    passed = bool(outputs) and np.array_equal(outputs[0], expected)
+    result = {
+        "path": f"{mode} w{args.workers} c{args.chunk_mib}M" if mode.startswith("streamed") else mode,
+        "bytes": total,
+        "seconds": round(elapsed, 4),
+        "index_s": round(index_s, 4),
+        "context_s": round(context_done - started - index_s, 4),
+        "gbps": round(total / elapsed / 1e9, 3),
+        "check": "passed" if passed else "FAILED: the first call's markers differ from the archive's",
+        "mode_used": runner.parameter_mode,
+        "fallback": runner.parameter_fallback,
+    }
+    if runner.parameter_stream is not None:
+        result["loader_s"] = round(runner.parameter_stream.seconds, 4)
+    return result
+
+
+def reference(args: argparse.Namespace) -> dict[str, Any]:
+    """Host-to-device copies of the archive's byte count through the device API: the bus's figure."""
+    import iree.runtime as rt
+
+    from gputop.core.devices import resolve_device
+    from gputop.core.iree_runner import IreeModuleRun
+
+    info = resolve_device(args.device)
+    runner = IreeModuleRun([info])
+    runner.open_devices()
+    device = runner.devices[0]
+    total = args.archive.stat().st_size
+    piece = int(min(total, 2**30))
+    count = max(1, total // piece)
+    usage = int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER)
+    results: dict[str, Any] = {"bytes": piece * count, "piece_bytes": piece}
+    targets = [
+        device.allocator.allocate_buffer(
+            memory_type=int(rt.MemoryType.DEVICE_LOCAL), allowed_usage=usage, allocation_size=piece
+        )
+        for _ in range(min(count, 4))
+    ]
+    staging = device.allocator.allocate_buffer(
+        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(rt.BufferUsage.TRANSFER_SOURCE | rt.BufferUsage.MAPPING_SCOPED),
+        allocation_size=piece,
+    )
+    staging.map().asarray([piece], np.dtype(np.uint8))[:] = 1
+    semaphore = device.create_semaphore(0)
+    for round_ in range(2):  # the first round warms the path up; the second is timed
+        started = time.perf_counter()
+        for k in range(count):
+            command_buffer = rt.HalCommandBuffer(device, 0, True)
+            command_buffer.copy(staging, targets[k % len(targets)], 0, 0, piece, end=True)
+            value = round_ * count + k + 1
+            device.queue_execute(command_buffer, [(semaphore, value - 1)], [(semaphore, value)])
+        semaphore.wait((round_ + 1) * count)
+        pinned_s = time.perf_counter() - started
+    results["iree_pinned_gbps"] = round(piece * count / pinned_s / 1e9, 3)
+    pageable = np.ones(piece, dtype=np.uint8)
+    started = time.perf_counter()
+    for _ in range(count):
+        device.allocator.allocate_buffer_copy(
+            memory_type=int(rt.MemoryType.DEVICE_LOCAL), allowed_usage=usage, device=device, buffer=pageable
+        )
+    results["iree_pageable_gbps"] = round(piece * count / (time.perf_counter() - started) / 1e9, 3)
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            for kind, host in (
+                ("pinned", torch.ones(piece, dtype=torch.uint8).pin_memory()),
+                ("pageable", torch.ones(piece, dtype=torch.uint8)),
+            ):
+                gpu = torch.empty(piece, dtype=torch.uint8, device="cuda")
+                gpu.copy_(host, non_blocking=True)
+                torch.cuda.synchronize()
+                started = time.perf_counter()
+                for _ in range(count):
+                    gpu.copy_(host, non_blocking=True)
+                torch.cuda.synchronize()
+                results[f"torch_{kind}_gbps"] = round(piece * count / (time.perf_counter() - started) / 1e9, 3)
+    except ImportError:
+        results["torch"] = "not installed"
+    return results
+
+
+# -- the driver -------------------------------------------------------------------------------------------------
+
+
+def child(args: argparse.Namespace, mode: str, *extra: str, timeout: float = 300) -> dict[str, Any]:
+    command = [
+        sys.executable, __file__, "--one", mode, "--device", args.device, "--archive", str(args.archive),
+        "--vmfb", str(args.vmfb), *extra,
+    ]  # fmt: skip
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"path": mode, "error": f"timed out after {timeout:.0f} s"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    tail = [line for line in proc.stderr.splitlines() if line.strip() and "leak" not in line]
+    return {"path": mode, "error": (tail[-1] if tail else f"exit {proc.returncode}")[:300]}
+
+
+def build(args: argparse.Namespace, folder: Path) -> None:
+    from gputop.core.param_archive import head_module_source, model_layout, write_irpa
+
+    specs = model_layout(args.tensors, int(args.gib * 2**30))
+    if args.archive is None or not args.archive.exists():
+        args.archive = args.archive or folder / f"model_{args.tensors}x_{args.gib:g}g.irpa"
+        started = time.perf_counter()
+        write_irpa(args.archive, specs)
+        fd = os.open(args.archive, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+        size, took = args.archive.stat().st_size, time.perf_counter() - started
+        print(f"built {args.archive} ({size / 2**30:.2f} GiB, {len(specs)} tensors) in {took:.1f} s")
+    if args.vmfb is None:
+        from gputop.core.compile import compile_module
+        from gputop.core.devices import resolve_device
+
+        flags = resolve_device(args.device).compile_target or ()
+        source = head_module_source(specs).encode()
+        args.vmfb = compile_module(Path("params_head.mlir"), flags, source_bytes=source).vmfb_path
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="local-task")
+    parser.add_argument("--tensors", type=int, default=1)
     parser.add_argument("--gib", type=float, default=1.0)
-    parser.add_argument("--vmfb", type=Path, help="the module compiled for this device (default: compile here)")
-    parser.add_argument("--archive", type=Path, help="an existing archive of the right size")
+    parser.add_argument("--archive", type=Path, help="an archive written by this script (or core.param_archive)")
+    parser.add_argument("--vmfb", type=Path, help="its head module compiled for this device (default: compile here)")
+    parser.add_argument("--paths", default="streamed,mmap,file_async,file_async_c8,fd,host_copy")
+    parser.add_argument("--cache", default="warm", help="warm, cold or warm,cold")
+    parser.add_argument("--reference", action="store_true", help="also the host-to-device copy figures")
+    parser.add_argument("--sweep", action="store_true", help="also streamed with other workers/chunk sizes (warm)")
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--chunk-mib", type=int, default=16)
+    parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    count = int(args.gib * 2**30 // 4)
-    tmp = tempfile.TemporaryDirectory()
-    archive = args.archive or Path(tmp.name) / "weight.irpa"
-    if not archive.exists():
-        make_archive(archive, count)
-    vmfb = args.vmfb
-    if vmfb is None:
-        from gputop.core.compile import compile_module
+    if args.one:
+        print(json.dumps(reference(args) if args.one == "reference" else one_path(args)), flush=True)
+        os._exit(0)  # IREE's bindings may crash in their own teardown after a clean run
 
-        flags = resolve_device(args.device).compile_target or ()
-        vmfb = compile_module(Path("params.mlir"), flags, source_bytes=SOURCE.format(n=count).encode()).vmfb_path
+    from gputop.core.devices import resolve_device
+    from gputop.core.iree_runner import parameter_mode_for
+    from gputop.core.param_archive import read_archive
+
+    folder = tempfile.TemporaryDirectory(prefix="gputop-params-")
+    owned = args.archive is None
+    build(args, Path(folder.name))
     device = resolve_device(args.device)
-    modes = ["mmap", "file_async", "fd", "host_copy"]
-    times: dict[str, float | str] = {}
-    for mode in modes:
-        try:
-            times[mode] = round(one_path(mode, args.device, vmfb, archive), 4)
-        except Exception as exc:
-            times[mode] = f"fails: {str(exc).splitlines()[0][:120]}"
     chosen = parameter_mode_for(device)
-    numbers = {m: t for m, t in times.items() if isinstance(t, float)}
-    fastest = min(numbers, key=lambda m: numbers[m]) if numbers else None
-    print(f"{args.device}: {archive.stat().st_size / 2**30:.2f} GiB parameter, index load + context + first call")
-    for mode, value in times.items():
-        mark = "  <- gputop" if mode == chosen else ""
-        print(f"  {mode:11s} {value if isinstance(value, str) else f'{value * 1e3:10.1f} ms'}{mark}")
-    result = {
+    rows: list[dict[str, Any]] = []
+    size = args.archive.stat().st_size
+    result: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
         "device": args.device,
-        "bytes": archive.stat().st_size,
-        "seconds": times,
+        "device_name": device.name,
+        "bytes": size,
+        "tensors": len(read_archive(args.archive)),
+        "rows": rows,
+        "reference": None,
         "gputop_picks": chosen,
-        "fastest": fastest,
-        "picks_fastest": chosen == fastest
-        or (fastest is not None and numbers.get(chosen, 1e9) <= 1.5 * numbers[fastest]),
+        "fastest_warm": None,
     }
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
-    tmp.cleanup()
+
+    def save(row: dict[str, Any] | None = None) -> None:
+        """Each row as it comes (a killed run keeps what it measured)."""
+        if row is not None:
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        timed = [r for r in rows if "gbps" in r and r.get("cache") == "warm" and r["check"] == "passed"]
+        result["fastest_warm"] = max(timed, key=lambda r: r["gbps"])["path"] if timed else None
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(result, indent=2))
+
+    paths = [p for p in args.paths.split(",") if p]
+    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for cache in args.cache.split(","):
+        for mode in paths:
+            if mode == "host_copy" and size > available / 3:
+                save({"path": mode, "cache": cache, "error": "skipped: needs the archive's size in host memory twice"})
+                continue
+            resident = drop_cache(args.archive) if cache == "cold" else warm_cache(args.archive)
+            extra = ["--workers", str(args.workers), "--chunk-mib", str(args.chunk_mib)]
+            row = child(args, mode, *extra, timeout=args.timeout)
+            row.update(cache=cache, resident_before=round(resident, 4))
+            save(row)
+    if args.sweep:
+        for workers, chunk in SWEEP:
+            warm_cache(args.archive)
+            row = child(args, "streamed", "--workers", str(workers), "--chunk-mib", str(chunk), timeout=args.timeout)
+            row.update(cache="warm", sweep=True)
+            save(row)
+    if args.reference:
+        result["reference"] = child(args, "reference", timeout=args.timeout)
+        print(json.dumps({"reference": result["reference"]}), flush=True)
+        save()
+    print(f"\n{args.device}: {size / 2**30:.2f} GiB in {result['tensors']} tensor(s); index + context + first call")
+    for row in rows:
+        what = row.get("error") or f"{row['seconds'] * 1e3:9.1f} ms  {row['gbps']:7.2f} GB/s  {row['check']}"
+        mark = "  <- gputop" if row["path"].split()[0] == chosen and not row.get("sweep") else ""
+        print(f"  {row['cache']:4s} {row['path']:22s} {what}{mark}")
+    ref = result["reference"]
+    if ref:
+        print("  reference copies host->device: " + ", ".join(f"{k} {v}" for k, v in ref.items() if k.endswith("gbps")))
+    if owned:
+        args.archive.unlink(missing_ok=True)
+    folder.cleanup()
 
 
 if __name__ == "__main__":

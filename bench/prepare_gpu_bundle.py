@@ -6,7 +6,11 @@ target, a `.vmfb`, the inputs as `.npy` (the same seeded random inputs
 `gputop run` would make) and the NumPy reference output, ready for
 `gputop run X.vmfb --input @in0.npy ... --check expected0.npy` over there.
 
-Usage: python bench/prepare_gpu_bundle.py OUT_DIR [--demos mlp,conv]
+ONNX models (`--onnx light_resnet50`, a model of the onnx package's light set,
+or a path) are imported and compiled the way `gputop run MODEL.onnx` would,
+with their dummy input (`arange(n)/n`) and the expected output they ship with.
+
+Usage: python bench/prepare_gpu_bundle.py OUT_DIR [--demos mlp,conv] [--onnx light_resnet50]
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from gputop.core.affinity import affinity_flags, analyse
 from gputop.core.compile import compile_module
 from gputop.core.demos import DEMOS
 from gputop.core.inputs import make_inputs
-from gputop.core.records import to_json
 from gputop.core.signature import parse_declaration
+from gputop.core.snapshot import to_json
 from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
 from gputop.tui.report_text import affinity_table
 
@@ -41,6 +45,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--demos", default="mlp")
     parser.add_argument("--local", action="store_true", help="also compile for local-task (generic x86-64)")
+    parser.add_argument("--onnx", default="", help="ONNX models: names in onnx's light test set, or paths")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     manifest = {}
@@ -72,8 +77,42 @@ def main() -> None:
             vmfb = args.out / f"{name}_{target}.vmfb"
             vmfb.write_bytes(compiled.vmfb_path.read_bytes())
             manifest[vmfb.name] = {"demo": name, "function": demo.function, "flags": list(flags)}
+    for model in filter(None, args.onnx.split(",")):
+        manifest.update(_onnx_model(model, args.out))
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2))
     print(f"wrote {len(manifest)} modules to {args.out}")
+
+
+def _onnx_model(model: str, out: Path) -> dict[str, dict[str, object]]:
+    """Import and compile an ONNX model for each GPU target; its dummy input and expected output beside it."""
+    import onnx
+    from onnx import numpy_helper
+
+    from gputop.core.onnx_import import COMPILE_FLAGS, import_onnx
+
+    path = Path(model)
+    if not path.exists():
+        path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{model}.onnx"
+    name = path.stem
+    graph = onnx.load(str(path), load_external_data=False).graph
+    weights = {init.name for init in graph.initializer}
+    [first] = [i for i in graph.input if i.name not in weights]
+    shape = [d.dim_value for d in first.type.tensor_type.shape.dim]
+    count = int(np.prod(shape))
+    np.save(out / f"{name}_in0.npy", (np.arange(count, dtype=np.float32) / count).reshape(shape))
+    expected = path.with_name(f"{name}_output_0.pb")
+    if expected.exists():
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(expected.read_bytes())
+        np.save(out / f"{name}_expected0.npy", numpy_helper.to_array(tensor))
+    imported = import_onnx(path, out)
+    manifest: dict[str, dict[str, object]] = {}
+    for target, flags in TARGETS.items():
+        compiled = compile_module(imported.mlir, (*flags, *COMPILE_FLAGS))
+        vmfb = out / f"{name}_{target}.vmfb"
+        vmfb.write_bytes(compiled.vmfb_path.read_bytes())
+        manifest[vmfb.name] = {"onnx": str(path.name), "flags": list(compiled.flags), "workaround": compiled.workaround}
+    return manifest
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def tool_round(vmfb: str, device: str, function: str, inputs: list[str], calls: 
 
 
 def cuda_rounds(vmfb: str, device_spec: str, function: str, inputs: list[str], calls: int, rounds: int):
-    from gputop.core.cupti_profile import record_kernels
+    from gputop.core.cupti import record_kernels
     from gputop.core.inputs import parse_input
     from gputop.core.iree_runner import IreeModuleRun
 

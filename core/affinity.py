@@ -1,39 +1,85 @@
-"""Device affinity of every argument and result of a multi-device module.
+"""Device affinity of every argument and result of a multi-device module, and what moves between devices.
 
 In a multi-device pipeline a result can be produced on one device and
 exported on another (a transfer nobody asked for), or never declared and
-left on a default device. This compiles the module to the end of IREE's
-stream phase and walks the IR with the compiler's own MLIR Python bindings
-(no regular expressions over IR text): each `stream.tensor.import` and
-`stream.tensor.export` says where an argument arrives and a result leaves;
-the `stream.cmd.execute` that writes a value says which device produced it;
-flushes, invalidations and cross-device consumers are the transfers.
+left wherever IREE put it. This compiles the module to the end of IREE's
+stream phase and reads it with the compiler's own MLIR Python bindings
+(`core/stream_dataflow.py`, no regular expressions over IR text). The
+producer of a value is the device whose command WRITES it; a device that
+only reads it (an `ro` binding, the source of a copy, `invalidate`/`flush`)
+consumes it and never becomes its producer. A transfer is reported only where
+bytes move between devices: a copy whose bytes were written on another device,
+a device reading another's bytes directly, or an export on a device other
+than the writer's, each with the op that moves them and its byte count.
 """
 
 from __future__ import annotations
 
 import subprocess
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gputop.core.compile import find_compiler, read_source
 from gputop.core.diagnostics import parse_diagnostics
 from gputop.core.errors import CompileError, UsageError
-from gputop.core.records import ExportAffinity, Transfer
+from gputop.core.snapshot import ExportAffinity, Transfer
+from gputop.core.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows
 from gputop.core.targets import device_names
 
+Declared = dict[str, tuple[list[str | None], list[str | None]]]
 
-def _device_of(attr: Any) -> str | None:
-    """`#hal.device.affinity<@device_b>` -> `device_b` (optimal sets -> `a|b`)."""
-    if attr is None:
-        return None
-    text = str(attr)
-    names = [part.split(">")[0].split(",")[0].strip() for part in text.split("@")[1:]]
-    names = [n.rstrip("]>)") for n in names if n]
-    if not names:
-        return None
-    return names[0] if len(names) == 1 else "|".join(names)
+
+@dataclass(frozen=True)
+class FunctionAffinity:
+    """One function's records and transfers, with what a runtime profile can check them against.
+
+    `moved_by[i]` is the index in `copies` of the copy command that moves
+    transfer i (None: no command moves it, as for an export handed to another
+    device or a kernel reading another device's memory); `record_transfers[j]`
+    are the transfers that move record j's value.
+    """
+
+    function: str
+    records: tuple[ExportAffinity, ...]
+    transfers: tuple[Transfer, ...]
+    copies: tuple[PlannedCopy, ...]
+    moved_by: tuple[int | None, ...]
+    record_transfers: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class AffinityAnalysis:
+    """Every exported function's affinity, in the module's order."""
+
+    functions: tuple[FunctionAffinity, ...]
+
+    @property
+    def records(self) -> list[ExportAffinity]:
+        records = [r for f in self.functions for r in f.records]
+        return sorted(records, key=lambda r: (r.function, r.kind != "argument", r.index))
+
+    @property
+    def transfers(self) -> list[Transfer]:
+        return [t for f in self.functions for t in f.transfers]
+
+    def function(self, name: str) -> FunctionAffinity | None:
+        return next((f for f in self.functions if f.function == name), None)
+
+    def replace_function(self, updated: FunctionAffinity) -> AffinityAnalysis:
+        return AffinityAnalysis(tuple(updated if f.function == updated.function else f for f in self.functions))
+
+
+def mlir_bindings() -> Any:
+    """The compiler's MLIR Python bindings (`iree.compiler.ir`), or one line saying they are missing."""
+    try:
+        from iree.compiler import ir
+    except ImportError:
+        raise CompileError(
+            "affinity analysis needs IREE's compiler (iree-base-compiler), which is not installed here"
+        ) from None
+    return ir
 
 
 def _attr(op: Any, name: str) -> Any:
@@ -41,22 +87,6 @@ def _attr(op: Any, name: str) -> Any:
         return op.attributes[name]
     except KeyError:
         return None
-
-
-def _constant(value: Any) -> int:
-    """The integer behind an `arith.constant` SSA value (0 when it is not one)."""
-    from iree.compiler import ir
-
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return 0
-    op = owner.operation if hasattr(owner, "operation") else owner
-    if op.name != "arith.constant":
-        return 0
-    try:
-        return int(ir.IntegerAttr(op.attributes["value"]).value)
-    except Exception:
-        return 0
 
 
 def _walk(op: Any) -> Any:
@@ -69,7 +99,7 @@ def _walk(op: Any) -> Any:
 
 def declared_affinities(source: str, name: str = "source.mlir") -> dict[str, tuple[list[str | None], list[str | None]]]:
     """Per function: declared devices of arguments and results, from the source's attributes."""
-    from iree.compiler import ir
+    ir = mlir_bindings()
 
     context = ir.Context()
     try:
@@ -96,7 +126,7 @@ def declared_affinities(source: str, name: str = "source.mlir") -> dict[str, tup
             for index, entry in enumerate(ir.ArrayAttr(attrs)):
                 dictionary = ir.DictAttr(entry)
                 if "iree.abi.affinity" in dictionary:
-                    target[index] = _device_of(dictionary["iree.abi.affinity"])
+                    target[index] = device_of(dictionary["iree.abi.affinity"])
         found[name] = (args, results)
     return found
 
@@ -125,106 +155,125 @@ def compile_to_stream(
     return output.read_text(encoding="utf-8")
 
 
-def analyse_stream(
-    stream_ir: str, declared: dict[str, tuple[list[str | None], list[str | None]]]
-) -> tuple[list[ExportAffinity], list[Transfer]]:
-    """Affinity records and transfers of every public function in stream-phase IR."""
-    from iree.compiler import ir
+def analyse_stream(stream_ir: str, declared: Declared) -> tuple[list[ExportAffinity], list[Transfer]]:
+    """Affinity records and transfers of every exported function in stream-phase IR."""
+    analysis = analyse_stream_ir(stream_ir, declared)
+    return analysis.records, analysis.transfers
+
+
+def analyse_stream_ir(stream_ir: str, declared: Declared) -> AffinityAnalysis:
+    """The full analysis of stream-phase IR: records, transfers and the copies that move them."""
+    ir = mlir_bindings()
 
     context = ir.Context()
     module = ir.Module.parse(stream_ir, context)
-    records: list[ExportAffinity] = []
+    return AffinityAnalysis(tuple(_function_affinity(flow, declared) for flow in function_flows(module)))
+
+
+def _function_affinity(flow: FunctionFlow, declared: Declared) -> FunctionAffinity:
+    args_declared, results_declared = declared.get(flow.name, ([], []))
+    writes = flow.writes
+
+    # Every pair (write, reading device) where the reader is another device is one transfer.
     transfers: list[Transfer] = []
-    for func in _walk(module.operation):
-        if func.name != "util.func" or _attr(func, "iree.abi.stub") is None:
-            continue
-        name = str(_attr(func, "sym_name")).strip('"')
-        args_declared, results_declared = declared.get(name, ([], []))
-        ops = list(_walk(func))
-        block = func.regions[0].blocks[0]
-        # Which execute region (device) writes each resource, last writer wins.
-        writer: dict[Any, tuple[str | None, str | None]] = {}
-        for op in ops:
-            if op.name != "stream.cmd.execute":
+    moved_by: list[int | None] = []
+    index_of: dict[tuple[int, str], int] = {}
+    for read in flow.reads:
+        for wid in sorted(read.writes):
+            source = writes[wid].device
+            if not source or not read.device or source == read.device or (wid, read.device) in index_of:
                 continue
-            device = _device_of(_attr(op, "affinity"))
-            region_args = list(op.regions[0].blocks[0].arguments)
-            # The captured resources, in order, are the resource-typed operands (sizes and awaits are not).
-            captured = [v for v in op.operands if str(v.type).startswith("!stream.resource")]
-            for inner in _walk(op):
-                if inner.name in ("stream.cmd.flush", "stream.cmd.invalidate"):
-                    other = _device_of(_attr(inner, "source_affinity"))
-                    if other and device and other != device:
-                        size = _constant(inner.operands[-1])  # ... %arg[offset for LENGTH]
-                        src, dst = (device, other) if inner.name.endswith("flush") else (other, device)
-                        transfers.append(Transfer(name, src, dst, size, inner.name))
-                if inner.name in ("stream.cmd.dispatch", "stream.cmd.copy", "stream.cmd.fill"):
-                    dispatch = str(_attr(inner, "entry_points") or inner.name)
-                    for operand in inner.operands:
-                        for arg, outer in zip(region_args, captured, strict=False):
-                            if operand == arg:
-                                writer[outer] = (device, dispatch)
-        # Arguments: where they are imported and where they are consumed.
-        for op in ops:
-            if op.name != "stream.tensor.import":
-                continue
-            source = op.operands[0]
-            if not isinstance(source.owner, ir.Block):
-                continue
-            index = list(block.arguments).index(source)
-            device = _device_of(_attr(op, "affinity"))
-            size = _constant(op.operands[-1])
-            consumers = set()
-            for use in op.results[0].uses:
-                owner = use.owner
-                owner = owner.operation if hasattr(owner, "operation") else owner
-                if owner.name == "stream.cmd.execute":
-                    consumers.add(_device_of(_attr(owner, "affinity")))
-            elsewhere = sorted(c for c in consumers if c and c != device)
-            declared_device = args_declared[index] if index < len(args_declared) else None
-            flag = "transfer" if elsewhere else ("undeclared" if declared_device is None else None)
+            write = writes[wid]
+            if read.copy is not None:  # the reader copies the bytes into its own memory
+                op, size, copy = read.op, read.bytes, read.copy
+            elif write.copy is not None:  # the writer copied them into memory the reader then uses
+                op, size, copy = write.op, write.bytes, write.copy
+            else:  # handed over (an export) or read in place by another device's kernel
+                op, size, copy = read.op, read.bytes, None
+            index_of[(wid, read.device)] = len(transfers)
+            transfers.append(Transfer(flow.name, source, read.device, size, op))
+            moved_by.append(None if copy is None else next(i for i, c in enumerate(flow.copies) if c is copy))
+
+    records: list[ExportAffinity] = []
+    record_transfers: list[tuple[int, ...]] = []
+    passthrough = {e.argument for e in flow.exports if e.argument is not None}
+    for index in flow.tensor_arguments:
+        imports = [i for i in flow.imports if i.argument == index]
+        written = {i.write for i in imports}
+        readers = sorted({r.device for r in flow.reads if r.device and r.writes & written})
+        moved = tuple(sorted(t for (wid, _), t in index_of.items() if wid in written))
+        declared_device = args_declared[index] if index < len(args_declared) else None
+        flag = (
+            "transfer" if moved
+            else "passthrough" if index in passthrough and not imports
+            else "undeclared" if declared_device is None
+            else None
+        )  # fmt: skip
+        records.append(
+            ExportAffinity(
+                flow.name, "argument", index, declared_device,
+                _join(i.device for i in imports), ",".join(readers) or None,
+                sum(transfers[t].bytes for t in moved), flag,
+            )
+        )  # fmt: skip
+        record_transfers.append(moved)
+    for export in flow.exports:
+        declared_device = results_declared[export.result] if export.result < len(results_declared) else None
+        if export.argument is not None:
             records.append(
-                ExportAffinity(
-                    name,
-                    "argument",
-                    index,
-                    declared_device,
-                    device,
-                    ",".join(elsewhere) if elsewhere else device,
-                    size if elsewhere else 0,
-                    flag,
-                )
+                ExportAffinity(flow.name, "result", export.result, declared_device, None, None, 0, "passthrough")
             )
-        # Results: where they are exported and which device's work produced them.
-        returns = [op for op in ops if op.name == "util.return"]
-        for op in ops:
-            if op.name != "stream.tensor.export":
-                continue
-            exported = op.results[0]
-            result_index = next(
-                (i for r in returns for i, v in enumerate(r.operands) if v == exported),
-                None,
+            record_transfers.append(())
+            continue
+        hidden = {index_of[(w, export.device)] for w in export.writes if (w, export.device) in index_of}
+        carried = {index_of[key] for key in _lineage_crossings(flow, export.writes) if key in index_of}
+        moved = tuple(sorted(hidden | carried))
+        flag = (
+            "hidden_transfer" if hidden
+            else "transfer" if carried
+            else "undeclared" if declared_device is None
+            else None
+        )  # fmt: skip
+        records.append(
+            ExportAffinity(
+                flow.name, "result", export.result, declared_device, export.device,
+                _join((writes[w].device for w in export.writes), "|"),
+                sum(transfers[t].bytes for t in moved), flag,
             )
-            if result_index is None:
-                continue
-            device = _device_of(_attr(op, "affinity"))
-            resource = op.operands[0]
-            owner = resource.owner
-            owner = owner.operation if hasattr(owner, "operation") else owner
-            if not isinstance(owner, ir.Block) and owner.name == "stream.timepoint.await":
-                position = list(owner.results).index(resource)
-                resource = owner.operands[position]
-            producer = writer.get(resource, (None, None))[0]
-            size = _constant(op.operands[-1])
-            declared_device = results_declared[result_index] if result_index < len(results_declared) else None
-            if producer and device and producer != device:
-                flag, moved = "hidden_transfer", size
-                transfers.append(Transfer(name, producer, device, size, "stream.tensor.export"))
-            else:
-                flag, moved = ("undeclared" if declared_device is None else None), 0
-            records.append(ExportAffinity(name, "result", result_index, declared_device, device, producer, moved, flag))
-    records.sort(key=lambda r: (r.function, r.kind != "argument", r.index))
-    return records, transfers
+        )  # fmt: skip
+        record_transfers.append(moved)
+    return FunctionAffinity(
+        flow.name, tuple(records), tuple(transfers), flow.copies, tuple(moved_by), tuple(record_transfers)
+    )
+
+
+def _lineage_crossings(flow: FunctionFlow, writes: frozenset[int]) -> set[tuple[int, str]]:
+    """(earlier write, device) pairs where a value's bytes crossed devices before its last write.
+
+    A copy's bytes come from its source and an in-place update keeps the old
+    bytes, so a value is followed back through them; a kernel that writes
+    fresh bytes (`wo`) starts a new value.
+    """
+    crossings: set[tuple[int, str]] = set()
+    seen: set[int] = set()
+    pending = list(writes)
+    while pending:
+        wid = pending.pop()
+        if wid in seen:
+            continue
+        seen.add(wid)
+        write = flow.writes[wid]
+        for origin in write.derived_from:
+            source = flow.writes[origin].device
+            if source and write.device and source != write.device:
+                crossings.add((origin, write.device))
+            pending.append(origin)
+    return crossings
+
+
+def _join(devices: Any, separator: str = ",") -> str | None:
+    names = sorted({d for d in devices if d})
+    return separator.join(names) if names else None
 
 
 def affinity_flags(device_specs: list[str], target_flags: list[tuple[str, ...]]) -> tuple[str, ...]:
@@ -256,6 +305,19 @@ def analyse(
     source_bytes: bytes | None = None,
     cancel: threading.Event | None = None,
 ) -> tuple[list[ExportAffinity], list[Transfer]]:
+    """Compile to the stream phase; the records and transfers of every exported function."""
+    analysis = analyse_module(source_path, flags, out_dir, source_bytes=source_bytes, cancel=cancel)
+    return analysis.records, analysis.transfers
+
+
+def analyse_module(
+    source_path: Path,
+    flags: tuple[str, ...],
+    out_dir: Path,
+    *,
+    source_bytes: bytes | None = None,
+    cancel: threading.Event | None = None,
+) -> AffinityAnalysis:
     """Compile to the stream phase and analyse every exported function."""
     data = source_bytes if source_bytes is not None else read_source(source_path)
     text = data.decode("utf-8", errors="replace")
@@ -271,7 +333,7 @@ def analyse(
                             f"but the target devices are {', '.join(sorted(known))}"
                         )
     stream_ir = compile_to_stream(source_path, flags, out_dir, source_bytes=source_bytes)
-    return analyse_stream(stream_ir, declared)
+    return analyse_stream_ir(stream_ir, declared)
 
 
 def target_flags_for_spec(spec: str) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from gputop.core.errors import UsageError
 from gputop.core.files import require_file
-from gputop.core.records import OutputCheck
+from gputop.core.snapshot import OutputCheck
 
 DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-5

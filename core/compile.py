@@ -6,6 +6,9 @@ with a readable line instead of killing gputop. Results are cached under the
 user's cache directory keyed by the source bytes, the flags and the compiler
 version, so a second run of the same module costs no compile at all. The full
 compiler output is kept in a log file; the user sees one line per error.
+Beside each cached module the compiler's dump of its executable sources is
+kept (`KEY.sources/`): the dispatches' own IR, from which `work.py` counts
+their FLOPs and bytes.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from gputop.core.errors import CompileError, UsageError
 from gputop.core.files import require_file
 from gputop.core.paths import cache_dir
 from gputop.core.processes import run_logged
-from gputop.core.records import Diagnostic
+from gputop.core.snapshot import Diagnostic
 from gputop.core.targets import KnownBadTarget, known_bad_target
 
 MAX_SOURCE_BYTES = 2 * 1024**3
@@ -195,6 +198,10 @@ def _compile_once(
     log_root.mkdir(parents=True, exist_ok=True)
     log_path = log_root / f"compile-{key[:12]}.log"
     if use_cache and cached.exists() and cached.stat().st_size > 0:
+        if not cached.with_suffix(".sources").is_dir():
+            # Cached before gputop kept the executable sources: dump them alone (no codegen, about a second).
+            source_for_compiler = _source_file(source_path, data, log_root, key, write_source)
+            _dump_sources_only(source_for_compiler, flags, cached.with_suffix(".sources"), log_root, key, cancel)
         # The first compile's log travels with the module: this session gets its copy and warnings.
         cached_log = cached.with_suffix(".log")
         if not cached_log.exists():
@@ -208,24 +215,71 @@ def _compile_once(
     bad = known_bad_target(flags)
     cached.parent.mkdir(parents=True, exist_ok=True)
     unfinished = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.partial")
-    source_for_compiler = source_path
-    if write_source:
-        # Built-in demos have no file of their own: give the compiler one.
-        source_for_compiler = log_root / f"source-{key[:12]}.mlir"
-        source_for_compiler.write_bytes(data)
-    command = [find_compiler(), str(source_for_compiler), *flags, "-o", str(unfinished)]
+    source_for_compiler = _source_file(source_path, data, log_root, key, write_source)
+    sources = cached.with_suffix(".sources")
+    dump = _sources_flags(flags, unfinished.with_suffix(".sources.partial"))
+    command = [find_compiler(), str(source_for_compiler), *flags, *dump, "-o", str(unfinished)]
     started = time.perf_counter()
     text, returncode = run_logged(command, log_path, cancel, what="compile")
     elapsed = time.perf_counter() - started
     diagnostics = tuple(parse_diagnostics(text, log_path=str(log_path)))
     if returncode != 0 or not unfinished.exists():
         unfinished.unlink(missing_ok=True)
+        shutil.rmtree(unfinished.with_suffix(".sources.partial"), ignore_errors=True)
         raise _compile_failure(text, returncode, diagnostics, log_path, bad, data)
+    if dump:
+        _keep_sources(unfinished.with_suffix(".sources.partial"), sources)
     with contextlib.suppress(OSError):  # the log is a convenience of later cache hits
         shutil.copyfile(log_path, cached.with_suffix(".log.partial"))
         os.replace(cached.with_suffix(".log.partial"), cached.with_suffix(".log"))
     os.replace(unfinished, cached)
     return CompiledModule(cached, flags, key, False, elapsed, diagnostics, log_path)
+
+
+SOURCES_DUMP_FLAG = "--iree-hal-dump-executable-sources-to"
+
+
+def _source_file(source_path: Path, data: bytes, log_root: Path, key: str, write_source: bool) -> Path:
+    """The file the compiler reads: the source itself, or (built-in demos have none) a copy of its bytes."""
+    if not write_source:
+        return source_path
+    path = log_root / f"source-{key[:12]}.mlir"
+    path.write_bytes(data)
+    return path
+
+
+def _sources_flags(flags: tuple[str, ...], folder: Path) -> tuple[str, ...]:
+    """The flag that dumps the executable sources into `folder`, unless the user's flags dump them already."""
+    if any(f.startswith((SOURCES_DUMP_FLAG, "--iree-hal-dump-executable-files-to")) for f in flags):
+        return ()  # the option may be given once only
+    return (f"{SOURCES_DUMP_FLAG}={folder}",)
+
+
+def _keep_sources(dumped: Path, sources: Path) -> None:
+    """Move a finished dump beside the cached module (another process may have put one there first)."""
+    if not dumped.is_dir():
+        return
+    try:
+        os.replace(dumped, sources)
+    except OSError:  # already there from a concurrent compile of the same key: theirs is as good
+        shutil.rmtree(dumped, ignore_errors=True)
+
+
+def _dump_sources_only(
+    source: Path, flags: tuple[str, ...], sources: Path, log_root: Path, key: str, cancel: threading.Event | None
+) -> None:
+    """Dump the executable sources of a cached module without compiling it again; failing is only a loss of FLOPs."""
+    partial = sources.with_suffix(f".sources.{os.getpid()}.{threading.get_ident()}.partial")
+    dump = _sources_flags(flags, partial)
+    if not dump:
+        return
+    command = [find_compiler(), str(source), *flags, *dump, "--compile-to=executable-sources", "-o", os.devnull]
+    _, returncode = run_logged(command, log_root / f"sources-{key[:12]}.log", cancel, what="the source dump")
+    if returncode == 0:
+        _keep_sources(partial, sources)
+    else:  # an empty folder: the next cache hit does not try again, and the work says it has no sources
+        shutil.rmtree(partial, ignore_errors=True)
+        sources.mkdir(exist_ok=True)
 
 
 def _compile_failure(

@@ -86,8 +86,8 @@ def is_demo(target: str) -> bool:
     return target.startswith(DEMO_PREFIX)
 
 
-def is_opencl_target(target: str) -> bool:
-    return target.endswith(".toml") or (is_demo(target) and target[len(DEMO_PREFIX) :] in OPENCL_DEMOS)
+def is_opencl_demo(target: str) -> bool:
+    return is_demo(target) and target[len(DEMO_PREFIX) :] in OPENCL_DEMOS
 
 
 def opencl_demo_spec(target: str) -> Path:
@@ -96,11 +96,15 @@ def opencl_demo_spec(target: str) -> Path:
     return Path(str(resources.files("gputop.core").joinpath(f"demos/{OPENCL_DEMOS[name]}")))
 
 
+def demo_targets() -> list[str]:
+    """Every built-in demo's target name, MLIR demos first."""
+    return [d.target for d in DEMOS.values()] + [DEMO_PREFIX + n for n in OPENCL_DEMOS]
+
+
 def demo_for(target: str) -> Demo:
     from gputop.core.errors import UsageError
 
     name = target[len(DEMO_PREFIX) :]
     if name not in DEMOS:
-        known = [d.target for d in DEMOS.values()] + [DEMO_PREFIX + n for n in OPENCL_DEMOS]
-        raise UsageError(f"unknown demo {target!r}: choose from {', '.join(known)}")
+        raise UsageError(f"unknown demo {target!r}: choose from {', '.join(demo_targets())}")
     return DEMOS[name]

@@ -18,16 +18,29 @@ import psutil
 
 from gputop.core import nvml
 from gputop.core.errors import DeviceUnavailableError, UsageError
-from gputop.core.records import DeviceInfo
+from gputop.core.snapshot import DeviceInfo
 from gputop.core.targets import compile_target_for
 
 IREE_BACKENDS = ("local-task", "local-sync", "vulkan", "cuda", "hip")
 GPU_BACKENDS = ("cuda", "vulkan", "hip")
 ALIASES = {"cpu": "local-task", "local": "local-task"}
 
-# Set once IREE's Vulkan driver (and so a Vulkan instance) exists in this process:
-# RenderDoc must be loaded before that to capture anything.
-VULKAN_DRIVER_CREATED = False
+
+class _VulkanInstanceSeen:
+    """Whether this process has asked IREE for its Vulkan driver, which creates a Vulkan instance.
+
+    A fact about the whole process, not about one run: RenderDoc must be loaded
+    before the first instance to capture anything, so a run that wants it asks
+    `vulkan_driver_created()` first. Only `iree_devices` sets it.
+    """
+
+    created = False
+
+
+def vulkan_driver_created() -> bool:
+    """Whether a Vulkan instance already exists in this process (RenderDoc would come too late)."""
+    return _VulkanInstanceSeen.created
+
 
 _DEVICE_ID = re.compile(r"^(?P<backend>[a-z][a-z-]*)(?::(?P<index>\d+))?$")
 
@@ -107,9 +120,9 @@ def iree_devices(backend: str) -> list[DeviceInfo]:
             )
         ]
     try:
-        global VULKAN_DRIVER_CREATED
         driver = rt.get_driver(backend)
-        VULKAN_DRIVER_CREATED = VULKAN_DRIVER_CREATED or backend == "vulkan"
+        if backend == "vulkan":
+            _VulkanInstanceSeen.created = True
         found = driver.query_available_devices()
     except Exception as exc:  # IREE raises RuntimeError/ValueError with status text
         return [_missing(backend, first_line(str(exc)))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from gputop.core.records import Diagnostic
+from gputop.core.snapshot import Diagnostic
 
 _HEADING = re.compile(r"^(?P<loc>\S[^\n]*?(?::\d+){0,2}): (?P<sev>error|warning|remark|note): (?P<msg>.*)$")
 # Two spellings seen: "function 'f' uses N bytes ..." and "'func.func' op uses N bytes ...".

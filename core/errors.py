@@ -4,7 +4,8 @@ Every failure a user can cause or meet (a bad file, a device that is not
 there, a compiler crash) is raised as one of these, so the command line can
 print one line and exit with the documented code instead of a traceback. The
 exit codes are part of gputop's contract: 0 ok, 2 usage, 3 compile, 4 device
-unavailable, 5 runtime, 6 output check failed, 130/143 interrupted.
+unavailable, 5 runtime, 6 output check failed, 130/143 interrupted (129: the
+terminal hung up).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ EXIT_RUNTIME = 5
 EXIT_CHECK = 6
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
+EXIT_SIGHUP = 129  # the terminal went away (a dropped SSH session): the run is recorded as interrupted
 EXIT_SIGPIPE = 141  # the reader of our output left (`gputop sessions | head`): quiet, as a shell tool is
 
 
@@ -66,10 +68,16 @@ class RuntimeFailure(GputopError):
     exit_code = EXIT_RUNTIME
 
 
-class CheckFailed(GputopError):
-    """The run finished but its outputs do not match the reference."""
+class ProfileError(GputopError):
+    """A profile pass could not be taken or its records not read (the run goes on without it)."""
 
-    exit_code = EXIT_CHECK
+    exit_code = EXIT_RUNTIME
+
+
+class CaptureError(GputopError):
+    """A RenderDoc capture could not be taken, verified or read."""
+
+    exit_code = EXIT_RUNTIME
 
 
 class Interrupted(GputopError):

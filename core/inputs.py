@@ -9,6 +9,7 @@ outputs can be compared.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +123,17 @@ def make_inputs(signature: FunctionSignature, given: list[str] | None, seed: int
         raise UsageError(f"{signature.name} has no declared signature: give its inputs with --input")
     rng = np.random.default_rng(seed)
     return [random_input(kind, rng) for kind in signature.inputs]
+
+
+def tool_input_args(signature: FunctionSignature, arrays: Sequence[np.ndarray], folder: Path) -> list[str]:
+    """`--input=` values for IREE's tools: tensors as .npy files, scalar arguments as their value."""
+    folder.mkdir(parents=True, exist_ok=True)
+    args = []
+    for index, (kind, array) in enumerate(zip(signature.inputs, arrays, strict=True)):
+        if kind.is_scalar:
+            args.append(str(np.asarray(array).item()))
+        else:
+            path = folder / f"input{index}.npy"
+            np.save(path, array)
+            args.append(f"@{path}")
+    return args

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,21 @@ import numpy as np
 from gputop.core.devices import first_line
 from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
-from gputop.core.records import DeviceInfo, PoolStats
+from gputop.core.param_archive import PARAMETER_SUFFIXES, ParameterEntry, archive_kind, read_archive
+from gputop.core.param_stream import ParameterStream, StreamOptions
 from gputop.core.signature import FunctionSignature, signature_of
+from gputop.core.snapshot import DeviceInfo, PoolStats
 
-PARAMETER_SUFFIXES = {".irpa": "irpa", ".safetensors": "safetensors", ".gguf": "gguf"}
+__all__ = [
+    "PARAMETER_MODES",
+    "PARAMETER_SUFFIXES",
+    "IreeModuleRun",
+    "parameter_mode_for",
+    "parse_pool_statistics",
+]
+
+# How parameters reach the device: gputop's own streamed loader, or one of IREE's (`auto` picks per device).
+PARAMETER_MODES = ("auto", "streamed", "mmap", "file_async")
 _POOL_LINE = re.compile(
     r"^\s*(?P<type>[A-Z_|]+):\s+(?P<peak>\d+)B peak /\s+(?P<alloc>\d+)B allocated /"
     r"\s+(?P<freed>\d+)B freed /\s+(?P<live>\d+)B live"
@@ -31,18 +43,35 @@ _POOL_LINE = re.compile(
 
 
 def parameter_mode_for(device: DeviceInfo) -> str:
-    """How to bring parameter files in on `device`, fastest first (bench/params.py, 1 GiB).
+    """How to bring parameter files in on `device`, fastest measured first (bench/params.py, BENCHMARKS.md).
 
-    CPU devices and software Vulkan (lavapipe) live in host memory: mmap is zero
-    copy (0.3 ms on local-task; 1.17 s vs 1.41 s async on lavapipe). CUDA: mmap
-    292 ms vs async 311 ms on an H200. NVIDIA Vulkan: async file reads 213 ms vs
-    mmap 241 ms, and plain fds are refused there ("Vulkan fd file transfers
-    require a proactor-backed async file handle"). A host copy is 3-4x slower
-    everywhere and never chosen.
+    CPU devices and software Vulkan (lavapipe) live in host memory, where IREE
+    maps the file and copies nothing: mmap (236 MiB model, 64 tensors: 2 ms on
+    local-task, 35 ms on lavapipe, against 0.27 s and 1.2 s streamed). GPUs
+    with their own memory get gputop's streamed loader: IREE's paths there
+    stage one 64 MiB chunk at a time (CUDA) or through 1 MiB slots (Vulkan) and
+    freeze the process while they do (param_stream.py says why).
     """
-    if device.backend == "vulkan" and device.kind == "gpu":
-        return "file_async"
+    if device.kind == "gpu" and device.backend in ("cuda", "vulkan", "hip"):
+        return "streamed"
     return "mmap"
+
+
+def _vm_error_line(text: str) -> str:
+    """The line that says what went wrong: a Python loader's own exception line, else IREE's first line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if "Exception raised from Python module" in line:
+            for later in reversed(lines):
+                if re.match(r"^[A-Za-z_.]*(Error|Exception): ", later):
+                    return re.sub(r"; while calling import;?$", "", later.split(": ", 1)[1])
+    return first_line(text)
+
+
+def _caused_by_the_model(message: str) -> bool:
+    """Failures that IREE's loaders would meet too: a missing key, no room, a stop, the wrong module."""
+    marks = ("NOT_FOUND", "no parameter found", "RESOURCE_EXHAUSTED", "OUT_OF_RANGE", "CANCELLED", "INCOMPATIBLE")
+    return any(mark in message for mark in marks)
 
 
 def parse_pool_statistics(device_id: str, text: str) -> tuple[PoolStats, ...]:
@@ -78,10 +107,17 @@ class IreeModuleRun:
         self.parameters_module: Any = None
         self.parameter_mode: str | None = None
         self.parameter_files: list[Path] = []
+        self.parameter_entries: tuple[ParameterEntry, ...] = ()
+        self.parameter_stream: ParameterStream | None = None
+        self.parameter_fallback: str | None = None  # why the streamed loader gave way to IREE's, if it did
+        self._scope = "model"
         self.context: Any = None
         self.invoker: Any = None
         self.signature: FunctionSignature | None = None
         self._device_args: list[Any] = []
+        self._arg_list: Any = None
+        self._vm_function: Any = None
+        self._result_count = 1
         self._staging_readback = False
 
     # -- load ---------------------------------------------------------------
@@ -111,17 +147,58 @@ class IreeModuleRun:
         except Exception as exc:
             raise RuntimeFailure(f"{vmfb}: not a valid IREE module ({first_line(str(exc))})") from None
 
-    def load_parameters(self, paths: list[Path], scope: str = "model") -> None:
+    def read_parameters(self, paths: list[Path]) -> tuple[ParameterEntry, ...]:
+        """Every parameter of the files, from their indexes only (nothing is loaded yet)."""
+        entries: list[ParameterEntry] = []
+        for path in paths:
+            archive_kind(path)
+            entries.extend(read_archive(path))
+        self.parameter_files = list(paths)
+        self.parameter_entries = tuple(entries)
+        return self.parameter_entries
+
+    def load_parameters(
+        self,
+        paths: list[Path],
+        scope: str = "model",
+        *,
+        mode: str = "auto",
+        on_progress: Callable[[int, int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        options: StreamOptions | None = None,
+    ) -> None:
+        """Prepare the parameters module; the bytes move when `create_context` runs the module's initializer."""
         if not paths:
             return
+        if self.parameter_files != list(paths):
+            self.read_parameters(paths)
+        if mode == "auto":
+            mode = parameter_mode_for(self.device_infos[0])
+        if mode == "streamed" and len(self.devices) > 1:
+            mode, self.parameter_fallback = "mmap", "the streamed loader serves one device; IREE's mmap serves several"
+        if mode == "streamed" and any(e.external for e in self.parameter_entries):
+            mode, self.parameter_fallback = "mmap", "an archive names parameters in other files: IREE reads those"
+        self.parameter_mode = mode
+        self._scope = scope
+        if mode == "streamed":
+            self.parameter_stream = ParameterStream(
+                self.devices[0],
+                self.parameter_entries,
+                scope=scope,
+                options=options,
+                on_progress=on_progress,
+                should_stop=should_stop,
+            )
+            self.parameters_module = self.parameter_stream.module(self.instance)
+        else:
+            self.parameter_stream = None
+            self.parameters_module = self._native_parameters(paths, scope, mode)
+
+    def _native_parameters(self, paths: list[Path], scope: str, mode: str) -> Any:
         rt = self._rt
-        mode = parameter_mode_for(self.device_infos[0])
         index = rt.ParameterIndex()
         for path in paths:
-            kind = PARAMETER_SUFFIXES.get(path.suffix)
-            if kind is None:
-                raise UsageError(f"{path}: parameter files must be .irpa, .safetensors or .gguf")
-            require_file(path, "parameter file")
+            kind = PARAMETER_SUFFIXES[path.suffix]
             try:
                 if mode == "mmap":
                     index.load(str(path))
@@ -129,10 +206,7 @@ class IreeModuleRun:
                     index.load(str(path), mode=mode)
             except Exception as exc:
                 raise RuntimeFailure(f"{path}: not a valid {kind} parameter file ({first_line(str(exc))})") from None
-        self.parameter_mode = mode
-        self.parameter_files = list(paths)
-        provider = index.create_provider(scope=scope)
-        self.parameters_module = rt.create_io_parameters_module(self.instance, provider)
+        return rt.create_io_parameters_module(self.instance, index.create_provider(scope=scope))
 
     def create_context(self, function: str | None) -> FunctionSignature:
         rt = self._rt
@@ -148,7 +222,13 @@ class IreeModuleRun:
         try:
             self.context = rt.VmContext(self.instance, modules=modules)
         except Exception as exc:
-            message = first_line(str(exc))
+            message = _vm_error_line(str(exc))
+            if self.parameter_stream is not None and not _caused_by_the_model(message):
+                # The streamed loader is gputop's own: if it fails for a reason of its own, IREE's path
+                # still gets the run going, and the log says why.
+                self.parameter_fallback = f"the streamed loader failed ({message}); IREE's mmap loads instead"
+                self.load_parameters(self.parameter_files, self._scope, mode="mmap")
+                return self.create_context(function)
             compiled_for = re.search(r'#hal\.device\.target<"(?P<target>[\w-]+)"', message)
             if "INCOMPATIBLE" in message and compiled_for:
                 message = (
@@ -170,7 +250,9 @@ class IreeModuleRun:
         if name not in exported:
             raise UsageError(f"no function {name!r} in the module (it exports: {', '.join(exported) or 'nothing'})")
         vm_function = self.module.lookup_function(name)
+        self._vm_function = vm_function
         self.signature = signature_of(vm_function)
+        self._result_count = max(1, len(self.signature.outputs))
         if self.signature.is_async:
             raise UsageError(f"{name} uses the async ABI; compile with the default (sync) execution model")
         self.invoker = rt.FunctionInvoker(self.context, self.devices[0], vm_function)
@@ -189,32 +271,64 @@ class IreeModuleRun:
 
     # -- calls --------------------------------------------------------------
     def upload(self, arrays: list[np.ndarray]) -> None:
-        """Put the inputs on the device once, so steady calls time only the work."""
+        """Put the inputs on the device once, so steady calls time only the work.
+
+        Each input becomes one buffer view; they are also packed once into the
+        argument list that every steady call reuses, as iree-benchmark-module does.
+        """
         rt = self._rt
+        device = self.devices[0]
         try:
-            self._device_args = [rt.asdevicearray(self.devices[0], a) for a in arrays]
+            views = [
+                device.allocator.allocate_buffer_copy(
+                    memory_type=rt.MemoryType.DEVICE_LOCAL,
+                    allowed_usage=rt.BufferUsage.DEFAULT,
+                    device=device,
+                    buffer=np.ascontiguousarray(a),
+                    element_type=rt.array_interop.map_dtype_to_element_type(a.dtype),
+                )
+                for a in arrays
+            ]
         except Exception as exc:
             raise RuntimeFailure(f"cannot upload inputs: {first_line(str(exc))}") from None
+        self._device_args = [rt.DeviceArray(device, view) for view in views]
+        self._arg_list = rt.VmVariantList(len(views))
+        for view in views:
+            self._arg_list.push_ref(view)
 
     def call(self) -> list[Any]:
-        """Call the function once. Sync-ABI calls return after the device signalled."""
+        """Call the function once, results as device arrays (the first call, whose outputs are read back).
+
+        Sync-ABI calls return after the device signalled.
+        """
         try:
             result = self.invoker(*self._device_args)
         except Exception as exc:
-            message = first_line(str(exc))
-            if "RESOURCE_EXHAUSTED" in message or "out of memory" in message.lower():
-                message = f"the device ran out of memory: {message}"
-            raise RuntimeFailure(f"call failed: {message}") from None
+            raise RuntimeFailure(f"call failed: {_call_failure(exc)}") from None
         if result is None:
             return []
         return list(result) if isinstance(result, (tuple, list)) else [result]
 
+    def steady_call(self) -> None:
+        """One call as `iree-benchmark-module` makes it: invoke with the packed inputs, release the results.
+
+        No Python objects are made per call (the function invoker builds an
+        argument list and wraps every result): gputop's synced call time is the
+        tool's, not the bindings' marshalling on top of it.
+        """
+        results = self._rt.VmVariantList(self._result_count)
+        try:
+            self.context.invoke(self._vm_function, self._arg_list, results)
+        except Exception as exc:
+            raise RuntimeFailure(f"call failed: {_call_failure(exc)}") from None
+        del results  # the results are released inside the call's time, as the tool resizes its outputs to 0
+
     def timed_calls(self, calls: int) -> list[float]:
-        """`calls` calls, each one's synced wall time in seconds (results dropped at once)."""
+        """`calls` steady calls, each one's synced wall time in seconds."""
         walls = []
         for _ in range(calls):
             started = time.perf_counter()
-            self.call()
+            self.steady_call()
             walls.append(time.perf_counter() - started)
         return walls
 
@@ -270,9 +384,18 @@ class IreeModuleRun:
     def close(self) -> None:
         """Drop every runtime object, context first, so device memory is returned."""
         self._device_args = []
+        self._arg_list = None
+        self._vm_function = None
         self.invoker = None
         self.context = None
         self.parameters_module = None
         self.module = None
         self.instance = None
         self.devices = []
+
+
+def _call_failure(exc: Exception) -> str:
+    message = first_line(str(exc))
+    if "RESOURCE_EXHAUSTED" in message or "out of memory" in message.lower():
+        message = f"the device ran out of memory: {message}"
+    return message

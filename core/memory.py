@@ -15,7 +15,7 @@ from collections.abc import Callable
 import psutil
 
 from gputop.core import nvml
-from gputop.core.records import DeviceInfo, DeviceMemory, MemorySample, PoolStats
+from gputop.core.snapshot import DeviceInfo, DeviceMemory, MemorySample, PoolStats
 
 PoolReader = Callable[[], list[tuple[str, tuple[PoolStats, ...]]]]
 

@@ -6,16 +6,21 @@ collector turns the newest `RunSnapshot` into metric families when Prometheus
 scrapes, so the call loop pays nothing for being watched. The call-time
 histogram comes from exact bucket counts the engine keeps over the whole run.
 Names follow Prometheus's conventions: base units (`_seconds`, `_bytes`) and
-`_total` on counters.
+`_total` on counters. The server listens on 127.0.0.1 unless told otherwise and,
+given a token, answers only scrapes that carry it (`Authorization: Bearer`).
 """
 
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable, Iterator
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from socketserver import ThreadingMixIn
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -24,8 +29,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from gputop.core.access import LOOPBACK, bearer_matches, url_host
 from gputop.core.errors import UsageError
-from gputop.core.records import CALL_BUCKETS_MS, RunSnapshot
+from gputop.core.snapshot import CALL_BUCKETS_MS, RunSnapshot
 
 DEFAULT_PORT = 9470
 PHASES = ("import", "compile", "load", "parameters", "context", "first_call", "teardown")
@@ -148,6 +154,32 @@ def _le(bound_ms: float) -> str:
     return "+Inf" if bound_ms == float("inf") else repr(bound_ms / 1e3)
 
 
+class _QuietHandler(WSGIRequestHandler):
+    """No access log on the terminal: scrapes come every few seconds for days."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a slow scraper must not keep gputop from leaving
+
+
+def _guarded(app: Callable[..., Iterable[bytes]], token: str) -> Callable[..., Iterable[bytes]]:
+    """`app`, answering only requests whose `Authorization` header carries `token` as a bearer token."""
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if bearer_matches(environ.get("HTTP_AUTHORIZATION"), token):
+            return app(environ, start_response)
+        start_response(
+            "401 Unauthorized",
+            [("Content-Type", "text/plain; charset=utf-8"), ("WWW-Authenticate", 'Bearer realm="gputop"')],
+        )
+        return [b"gputop: this /metrics needs its bearer token (Authorization: Bearer ...)\n"]
+
+    return guarded
+
+
 class MetricsServer:
     """`/metrics` over HTTP on its own daemon thread, for as long as gputop runs."""
 
@@ -155,27 +187,35 @@ class MetricsServer:
         self,
         current: Callable[[], RunSnapshot | None],
         port: int = DEFAULT_PORT,
-        addr: str = "0.0.0.0",
+        addr: str = LOOPBACK,
         versions: dict[str, str | None] | None = None,
+        token: str | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SnapshotCollector(current, versions or {}))
         self.port = port
         self.addr = addr
-        self._server: Any = None
+        self.token = token
+        self._server: WSGIServer | None = None
 
     def start(self) -> str:
-        """Start serving; returns the URL. A port in use or not ours is one UsageError."""
+        """Start serving; returns the URL with the address really bound. A port in use is one UsageError."""
         if not 0 <= self.port <= 65535:
             raise UsageError(f"--metrics-port {self.port}: not a port number (0-65535)")
+        app = make_wsgi_app(self.registry)
+        if self.token is not None:
+            app = _guarded(app, self.token)
         try:
-            self._server, _thread = start_http_server(self.port, addr=self.addr, registry=self.registry)
+            family = socket.getaddrinfo(self.addr or None, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+            server_class = type("MetricsHTTPServer", (_ThreadingServer,), {"address_family": family[0][0]})
+            self._server = make_server(self.addr, self.port, app, server_class, handler_class=_QuietHandler)
         except OSError as exc:
-            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be opened ({exc.strerror})"
+            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be opened ({exc.strerror or exc})"
             raise UsageError(f"--metrics-port {self.port} on {self.addr} {why}") from None
-        self.port = self._server.server_address[1]  # the real one when 0 asked for any free port
-        host = "localhost" if self.addr in ("0.0.0.0", "::", "") else self.addr
-        return f"http://{host}:{self.port}/metrics"
+        threading.Thread(target=self._server.serve_forever, name="gputop-metrics", daemon=True).start()
+        bound: tuple[Any, ...] = tuple(self._server.server_address)  # the real port when 0 asked for any free one
+        self.port = int(bound[1])
+        return f"http://{url_host(str(bound[0]))}:{self.port}/metrics"
 
     def stop(self) -> None:
         if self._server is not None:

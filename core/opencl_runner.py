@@ -22,7 +22,8 @@ from gputop.core.devices import first_line
 from gputop.core.errors import CompileError, DeviceUnavailableError, RuntimeFailure, UsageError
 from gputop.core.opencl_spec import RunSpec, ScalarArg
 from gputop.core.profiles import DispatchEvent
-from gputop.core.records import DeviceInfo, PoolStats
+from gputop.core.snapshot import DeviceInfo, PoolStats, StageTimings
+from gputop.core.timeline import CallRecords, Interval
 
 # Clang (PoCL) prints "error: FILE:L:C: msg"; NVIDIA and others "FILE:L:C: error: msg".
 _BUILD_ERROR = re.compile(
@@ -34,19 +35,7 @@ _BUILD_ERROR = re.compile(
 class OpenCLCall:
     enqueue_s: float
     events: tuple[DispatchEvent, ...]
-
-
-@dataclass(frozen=True)
-class StageTimings:
-    """The chain timed three ways, plus the naive reading that misleads."""
-
-    a_synced_ms: float
-    b_synced_ms: float
-    a_then_b_synced_ms: float
-    a_enqueue_only_ms: float  # "A took this long" if you forget to sync
-    b_after_unsynced_a_ms: float  # ...and then B seems to take A's time too
-    a_kernel_ms: float
-    b_kernel_ms: float
+    records: CallRecords | None = None  # the call on the host clock, for the call breakdown
 
 
 def build_error_line(log: str, source_name: str) -> str | None:
@@ -174,16 +163,51 @@ class OpenCLRun:
         return events
 
     def call(self) -> OpenCLCall:
-        """Enqueue every kernel in order, then wait: enqueue time and device events."""
-        started = time.perf_counter()
-        events = self.enqueue()
-        enqueued = time.perf_counter() - started
+        """Enqueue every kernel in order, then wait: enqueue time, device events, and the call's records."""
+        started = time.monotonic_ns()
+        enqueues: list[tuple[int, int]] = []
+        events = []
+        for index in range(len(self.kernels)):
+            before = time.monotonic_ns()
+            events.extend(self.enqueue([index]))
+            enqueues.append((before, time.monotonic_ns()))
+        enqueued = (time.monotonic_ns() - started) / 1e9
         try:
             self.queue.finish()
         except Exception as exc:
             raise RuntimeFailure(f"the queue failed: {first_line(str(exc))}") from None
-        self.last_call = OpenCLCall(enqueued, tuple(self._dispatch_events(events)))
+        ended = time.monotonic_ns()
+        records = self._call_records(events, enqueues, started, ended)
+        self.last_call = OpenCLCall(enqueued, tuple(self._dispatch_events(events)), records)
         return self.last_call
+
+    def _call_records(
+        self, events: list[Any], enqueues: list[tuple[int, int]], started: int, ended: int
+    ) -> CallRecords | None:
+        """The call on the host clock: OpenCL's profiling clock is the device's own, so it is put on the
+        host clock by the first enqueue, whose QUEUED stamp is taken inside the host's enqueue call."""
+        try:
+            times = [(e.profile.queued, e.profile.submit, e.profile.start, e.profile.end) for e in events]
+        except Exception:  # a driver without profiling info: no breakdown, the table still stands
+            return None
+        if not times:
+            return None
+        offset = enqueues[0][0] - times[0][0]
+        device = self.device_info.id
+        queue_ops, work = [], []
+        for spec, (queued, _submit, start, end) in zip(self.spec.kernels, times, strict=False):
+            queue_ops.append(Interval(queued + offset, start + offset, f"{spec.name} queued", device))
+            detail = (("timing", "device timestamps (OpenCL events)"), ("global_size", list(spec.global_size)))
+            work.append(Interval(start + offset, end + offset, spec.name, device, detail))
+        return CallRecords(
+            wall_ns=float(ended - started),
+            start_ns=float(started),
+            end_ns=float(ended),
+            api_calls=tuple(Interval(a, b, "clEnqueueNDRangeKernel") for a, b in enqueues),
+            queue_ops=tuple(queue_ops),
+            device_work=tuple(work),
+            kernel_ns=float(sum(end - start for _, _, start, end in times)),
+        )
 
     def _dispatch_events(self, events: list[Any]) -> list[DispatchEvent]:
         rows = []
@@ -208,10 +232,6 @@ class OpenCLRun:
         host = np.empty_like(self.initial[name])
         self._cl.enqueue_copy(self.queue, host, self.buffers[name]).wait()
         return host
-
-    def reset_buffers(self) -> None:
-        for name, host in self.initial.items():
-            self._cl.enqueue_copy(self.queue, self.buffers[name], host).wait()
 
     def stage_timings(self) -> StageTimings:
         """Two stages on one queue, timed three ways (and the naive way)."""

@@ -23,6 +23,7 @@ def run_logged(
     *,
     timeout_s: float | None = None,
     what: str = "child process",
+    env: dict[str, str] | None = None,
 ) -> tuple[str, int]:
     """Run `command` with its output in `log_path`; return (output, exit code).
 
@@ -33,7 +34,7 @@ def run_logged(
     with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         try:
             while True:
                 try:

@@ -12,26 +12,31 @@ wrapped around asynchronous work. The pass also yields a Chrome trace
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import subprocess
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gputop.core.errors import GputopError
+from gputop.core.call_marks import call_windows, marks_environment, marks_library, read_marks
+from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
 from gputop.core.processes import run_logged
-from gputop.core.records import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
+from gputop.core.queue_events import QueueEvent, queue_event_from
+from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
+from gputop.core.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
 
 PROFILING_MODES = {
-    "vulkan": "dispatch-events,queue-events,memory-events",
-    "hip": "dispatch-events,queue-events,memory-events",
+    "vulkan": "dispatch-events,queue-events,device-queue-events,memory-events",
+    "hip": "dispatch-events,queue-events,device-queue-events,memory-events",
     "local-task": "host-execution,queue-events,memory-events",
     "local-sync": "host-execution,queue-events,memory-events",
 }
@@ -39,10 +44,6 @@ TIMING = {
     "dispatch_event": "device timestamps",
     "host_execution_event": "host execution (CPU device)",
 }
-
-
-class ProfileError(GputopError):
-    """A profile could not be taken or read."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class DispatchEvent:
     workgroup_count: tuple[int, ...] | None
     workgroup_size: tuple[int, ...] | None
     timing: str
+    # Which clock start_ns is on: iree_host (IREE's host clock, as queue events), device_tick (raw device
+    # timestamps, put on the host clock by a clock fit), driver_host, cupti or opencl (their own clocks).
+    clock: str = "iree_host"
+    end_ns: float | None = None  # device_tick events: the raw end tick (ticks need not be nanoseconds)
 
 
 def runtime_tool(name: str) -> str:
@@ -78,9 +83,55 @@ def device_uri(device: DeviceInfo) -> str:
     return device.backend if index == "0" else f"{device.backend}://{index}"
 
 
-def parse_ireeperf(text: str) -> tuple[list[DispatchEvent], list[PoolUsage]]:
-    """Dispatch events and last pool usage from `iree-profile export --format=ireeperf-jsonl`."""
-    events: list[DispatchEvent] = []
+@dataclass(frozen=True)
+class OpSpan:
+    """When a queue operation ran: on the device (Vulkan, HIP), or on the host executor (local devices)."""
+
+    submission_id: int
+    op: str
+    device_ordinal: int
+    queue_ordinal: int
+    start_ns: float  # on the IREE host clock when `on_host_clock`, else in device ticks
+    end_ns: float
+    on_host_clock: bool
+
+
+@dataclass(frozen=True)
+class ClockSample:
+    """One clock correlation: a device tick and the IREE host time it was read at."""
+
+    device_ordinal: int
+    device_tick: float
+    host_ns: float  # the middle of the host time window the sample was taken in
+    uncertainty_ns: float
+
+
+@dataclass
+class ProfileRecords:
+    """What gputop reads of an ireeperf-jsonl export: dispatches, queue operations, clocks, pools."""
+
+    dispatches: list[DispatchEvent] = field(default_factory=list)
+    queue_ops: list[QueueEvent] = field(default_factory=list)
+    op_spans: list[OpSpan] = field(default_factory=list)
+    clocks: list[ClockSample] = field(default_factory=list)
+    pools: list[PoolUsage] = field(default_factory=list)
+    # (submission id, host ns) of memory events: a queue-ordered free is processed when the host has
+    # seen the work before it complete, so these mark when completion was seen on the host.
+    memory_marks: list[tuple[int, float]] = field(default_factory=list)
+
+
+def _number(record: dict[str, Any], *keys: str) -> float | None:
+    """The first of `keys` that holds a finite number."""
+    for key in keys:
+        value = record.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e30:
+            return float(value)
+    return None
+
+
+def parse_records(text: str) -> ProfileRecords:
+    """Everything gputop uses from `iree-profile export --format=ireeperf-jsonl` text."""
+    records = ProfileRecords()
     pools: dict[int, PoolUsage] = {}
     saw_schema = False
     for number, line in enumerate(text.splitlines(), 1):
@@ -99,32 +150,37 @@ def parse_ireeperf(text: str) -> tuple[list[DispatchEvent], list[PoolUsage]]:
             saw_schema = record.get("format") == "ireeperf-jsonl"
         elif kind in TIMING and record.get("key") and record.get("valid", True):
             if kind == "host_execution_event" and record.get("op") not in (None, "dispatch"):
+                records.op_spans.extend(_host_op_span(record))
                 continue
+            records.dispatches.append(_dispatch_event(kind, record, number))
+        elif kind == "host_execution_event" and record.get("valid", True):
+            records.op_spans.extend(_host_op_span(record))
+        elif kind == "queue_device_event" and record.get("valid", True):
+            start, end = _number(record, "start_tick"), _number(record, "end_tick")
+            if start is not None and end is not None:
+                records.op_spans.append(
+                    OpSpan(_int(record, "submission_id"), str(record.get("op", "?")),
+                           _int(record, "physical_device_ordinal"), _int(record, "queue_ordinal"), start, end,
+                           on_host_clock=False)
+                )  # fmt: skip
+        elif kind == "queue_event":
             try:
-                start: Any = next(
-                    (
-                        record[k]
-                        for k in ("start_driver_host_cpu_time_ns", "start_host_time_ns", "start_tick")
-                        if k in record
-                    ),
-                    0,
+                records.queue_ops.append(queue_event_from(record))
+            except (KeyError, TypeError, ValueError, OverflowError):
+                continue  # a malformed queue record: the breakdown has one operation less, the table stands
+        elif kind == "clock_correlation":
+            tick = _number(record, "device_tick")
+            begin, end = _number(record, "host_time_begin_ns"), _number(record, "host_time_end_ns")
+            if tick is not None and begin is not None and end is not None:
+                records.clocks.append(
+                    ClockSample(_int(record, "physical_device_ordinal"), tick, (begin + end) / 2, end - begin)
                 )
-                events.append(
-                    DispatchEvent(
-                        name=str(record["key"]),
-                        start_ns=float(start),
-                        duration_ns=float(record["duration_ns"]),
-                        submission_id=int(record.get("submission_id", 0)),
-                        device_ordinal=int(record.get("physical_device_ordinal", 0)),
-                        queue_ordinal=int(record.get("queue_ordinal", 0)),
-                        workgroup_count=_dims(record.get("workgroup_count")),
-                        workgroup_size=_dims(record.get("workgroup_size")),
-                        timing=TIMING[kind],
-                    )
-                )
-            except (KeyError, TypeError, ValueError, OverflowError) as exc:
-                raise ProfileError(f"profile export line {number}: bad dispatch record ({exc})") from None
-        elif kind == "memory_event" and record.get("pool_stats_available"):
+        elif kind == "memory_event":
+            mark = _number(record, "host_time_ns")
+            if mark is not None and _int(record, "submission_id"):
+                records.memory_marks.append((_int(record, "submission_id"), mark))
+            if not record.get("pool_stats_available"):
+                continue
             try:
                 pool_id = int(record["pool_id"])
                 pools[pool_id] = PoolUsage(
@@ -134,7 +190,55 @@ def parse_ireeperf(text: str) -> tuple[list[DispatchEvent], list[PoolUsage]]:
                 continue
     if not saw_schema:
         raise ProfileError("not an ireeperf-jsonl export (no schema record)")
-    return events, list(pools.values())
+    records.pools = list(pools.values())
+    return records
+
+
+def parse_ireeperf(text: str) -> tuple[list[DispatchEvent], list[PoolUsage]]:
+    """Dispatch events and last pool usage from `iree-profile export --format=ireeperf-jsonl`."""
+    records = parse_records(text)
+    return records.dispatches, records.pools
+
+
+def _int(record: dict[str, Any], key: str) -> int:
+    value = _number(record, key)
+    return int(value) if value is not None else 0
+
+
+def _dispatch_event(kind: str, record: dict[str, Any], number: int) -> DispatchEvent:
+    try:
+        if kind == "dispatch_event":
+            # Device timestamps: kept in ticks, put on the host clock by the pass's clock fit.
+            start: Any = next((record[k] for k in ("start_tick", "start_driver_host_cpu_time_ns") if k in record), 0)
+            clock = "device_tick" if "start_tick" in record else "driver_host"
+        else:
+            start = next((record[k] for k in ("start_host_time_ns", "start_driver_host_cpu_time_ns") if k in record), 0)
+            clock = "iree_host"
+        return DispatchEvent(
+            name=str(record["key"]),
+            start_ns=float(start),
+            duration_ns=float(record["duration_ns"]),
+            submission_id=int(record.get("submission_id", 0)),
+            device_ordinal=int(record.get("physical_device_ordinal", 0)),
+            queue_ordinal=int(record.get("queue_ordinal", 0)),
+            workgroup_count=_dims(record.get("workgroup_count")),
+            workgroup_size=_dims(record.get("workgroup_size")),
+            timing=TIMING[kind],
+            clock=clock,
+            end_ns=_number(record, "end_tick") if clock == "device_tick" else None,
+        )
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise ProfileError(f"profile export line {number}: bad dispatch record ({exc})") from None
+
+
+def _host_op_span(record: dict[str, Any]) -> list[OpSpan]:
+    start, end = _number(record, "start_host_time_ns"), _number(record, "end_host_time_ns")
+    if start is None or end is None:
+        return []
+    return [
+        OpSpan(_int(record, "submission_id"), str(record.get("op", "?")), _int(record, "physical_device_ordinal"),
+               _int(record, "queue_ordinal"), start, end, on_host_clock=True)
+    ]  # fmt: skip
 
 
 def _dims(value: Any) -> tuple[int, ...] | None:
@@ -199,8 +303,8 @@ def chrome_trace(events: list[DispatchEvent], device_id: str) -> dict[str, Any]:
     return {"traceEvents": trace_events, "displayTimeUnit": "ms"}
 
 
-def decode_bundle(path: Path) -> tuple[list[DispatchEvent], list[PoolUsage]]:
-    """Dispatch events and pools of an `.ireeprof` bundle, via `iree-profile export`."""
+def decode_bundle(path: Path) -> ProfileRecords:
+    """The records of an `.ireeprof` bundle, via `iree-profile export`."""
     if require_file(path, allow_empty=True) == 0:
         raise ProfileError(f"{path}: empty profile bundle")
     proc = subprocess.run(
@@ -211,10 +315,10 @@ def decode_bundle(path: Path) -> tuple[list[DispatchEvent], list[PoolUsage]]:
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
         raise ProfileError(f"{path}: not a readable .ireeprof bundle ({detail})")
-    events, pools = parse_ireeperf(proc.stdout)
-    if not events:
+    records = parse_records(proc.stdout)
+    if not records.dispatches:
         raise ProfileError(f"{path}: the profile holds no dispatch events")
-    return events, pools
+    return records
 
 
 def summarize_events(
@@ -247,16 +351,19 @@ def summarize_events(
 
 def read_profile(path: Path, *, calls: int | None = None, device_id: str = "?") -> ProfileSummary:
     """Decode an `.ireeprof` bundle into a kernel table (calls = submissions unless given)."""
-    events, pools = decode_bundle(path)
+    records = decode_bundle(path)
+    events = records.dispatches
     submissions = len({(e.device_ordinal, e.submission_id) for e in events})
     return summarize_events(
-        events, calls=calls or submissions, source="ireeprof", device_id=device_id, pools=pools,
+        events, calls=calls or submissions, source="ireeprof", device_id=device_id, pools=records.pools,
         profile_path=str(path),
     )  # fmt: skip
 
 
-def write_trace(events: list[DispatchEvent], device_id: str, path: Path) -> Path:
-    path.write_text(json.dumps(chrome_trace(events, device_id)))
+def write_trace(events: list[DispatchEvent], device_id: str, path: Path, *, calls: Sequence[CallRecords] = ()) -> Path:
+    """The pass as a Chrome trace; with the calls' records, on the host time axis with their breakdown."""
+    trace = call_trace(calls, device_id) if calls else chrome_trace(events, device_id)
+    path.write_text(json.dumps(trace))
     return path
 
 
@@ -291,16 +398,28 @@ def profile_with_ireeprof(
         "--benchmark_out_format=json",
     ]
     log = out_dir / f"profile-{stamp}.log"
-    output, code = run_logged(command, log, cancel, what="the profiling run")
+    # Call marks: where each call starts and ends, so nothing of a call is left outside the records.
+    library, no_marks = marks_library()
+    marks = out_dir / f"profile-{stamp}-marks.txt"
+    env = marks_environment(library, marks) if library is not None else None
+    output, code = run_logged(command, log, cancel, what="the profiling run", env=env)
     if code != 0:
         last = [line for line in output.splitlines() if line.strip()]
         raise ProfileError(f"the profiling run failed: {last[-1] if last else f'exit {code}'}", log_path=str(log))
-    events, pools = decode_bundle(bundle)
-    trace = write_trace(events, device.id, out_dir / f"profile-{stamp}.trace.json")
+    records = decode_bundle(bundle)
+    events = records.dispatches
+    walls = benchmark_call_ms(timings)
+    pairs = read_marks(marks) if library is not None else []
+    calls_records, fit = ireeprof_calls(records, walls, [d.id for d in devices], marks=pairs)
+    if library is None:
+        fit += f"; call boundaries unseen ({no_marks})"
+    breakdown = build_breakdown(calls_records, source=_breakdown_source(records), fit=fit)
+    trace = write_trace(events, device.id, out_dir / f"profile-{stamp}.trace.json", calls=calls_records)
     summary = summarize_events(
         events, calls=calls, source="ireeprof", device_id=device.id, call_wall_ms=_call_wall_ms(timings),
-        pools=pools, profile_path=str(bundle), trace_path=str(trace),
+        pools=records.pools, profile_path=str(bundle), trace_path=str(trace),
     )  # fmt: skip
+    summary = replace(summary, call_breakdown=breakdown, hints=explain_hints(bundle))
     return summary, events
 
 
@@ -326,3 +445,183 @@ def _call_wall_ms(path: Path) -> float | None:
     """Mean synced wall time of one call over the benchmark tool's repetitions."""
     times = benchmark_call_ms(path)
     return statistics.fmean(times) if times else None
+
+
+# -- the call breakdown from ireeprof records -----------------------------------------------------------
+ALLOC_OPS = ("alloca", "dealloca")
+
+
+def _breakdown_source(records: ProfileRecords) -> str:
+    if any(span.on_host_clock for span in records.op_spans):
+        return "ireeprof queue events and host execution events"
+    return "ireeprof queue events, device queue events and dispatch events"
+
+
+def _split_calls(ops: list[QueueEvent], calls: int) -> tuple[list[list[QueueEvent]], str]:
+    """The queue operations of each call, in order: the same sequence of operations repeats every call.
+
+    Equal sequences are the rule (a call's VM program submits the same work each
+    time); where they are not, the calls are cut at the largest gaps between submissions.
+    """
+    ops = sorted(ops, key=lambda o: (o.host_time_ns, o.submission_id))
+    if calls <= 0 or not ops:
+        return [], "no queue operations"
+    if len(ops) % calls == 0:
+        size = len(ops) // calls
+        chunks = [ops[i * size : (i + 1) * size] for i in range(calls)]
+        if all([o.op for o in chunk] == [o.op for o in chunks[0]] for chunk in chunks):
+            return chunks, f"{size} queue operations a call"
+    gaps = sorted(range(1, len(ops)), key=lambda i: ops[i].host_time_ns - ops[i - 1].host_time_ns, reverse=True)
+    cuts = sorted(gaps[: calls - 1])
+    edges = [0, *cuts, len(ops)]
+    return [ops[a:b] for a, b in itertools.pairwise(edges)], "calls cut at the largest submission gaps"
+
+
+def ireeprof_calls(
+    records: ProfileRecords,
+    walls_ms: list[float],
+    device_ids: list[str],
+    marks: list[tuple[float, float]] | None = None,
+) -> tuple[list[CallRecords], str]:
+    """Each profiled call's records on IREE's host clock, and how device time was placed on it.
+
+    `walls_ms` are the benchmark tool's synced wall times, one per call in order.
+    `marks` are its timer's (start, stop) stretches from `call_marks`: a call's window is
+    the stretch holding its first record. Without them a call's window runs from its
+    first submission to the completion the host saw, and the rest of its wall time is
+    unaccounted.
+    """
+    fits: dict[int, ClockFit] = {}
+    for ordinal in {c.device_ordinal for c in records.clocks}:
+        fit = fit_clock([(c.device_tick, c.host_ns) for c in records.clocks if c.device_ordinal == ordinal])
+        if fit is not None:
+            fits[ordinal] = fit
+    descriptions = sorted({f.description for f in fits.values()})
+    on_host = any(span.on_host_clock for span in records.op_spans) or all(
+        e.clock == "iree_host" for e in records.dispatches
+    )
+    fit_text = "; ".join(descriptions) or (
+        "host execution events: already on the host clock"
+        if on_host
+        else "no clock samples: device ticks taken as host ns"
+    )
+
+    def device_name(ordinal: int) -> str:
+        return device_ids[ordinal] if ordinal < len(device_ids) else f"device {ordinal}"
+
+    def host_time(tick: float, ordinal: int) -> float:
+        fit = fits.get(ordinal)
+        return fit.host_ns(tick) if fit is not None else tick
+
+    chunks, split = _split_calls(records.queue_ops, len(walls_ms))
+    windows = call_windows(marks or [], [min(op.host_time_ns for op in chunk) for chunk in chunks])
+    if marks:
+        marked = sum(w is not None for w in windows)
+        split += f"; {marked} of {len(chunks)} calls' windows from the benchmark timer's marks"
+    by_submission: dict[int, int] = {}
+    for index, chunk in enumerate(chunks):
+        for op in chunk:
+            by_submission[op.submission_id] = index
+    spans: dict[int, list[Interval]] = {}
+    span_of: dict[int, Interval] = {}
+    for span in records.op_spans:
+        start = span.start_ns if span.on_host_clock else host_time(span.start_ns, span.device_ordinal)
+        end = span.end_ns if span.on_host_clock else host_time(span.end_ns, span.device_ordinal)
+        interval = Interval(start, end, span.op, device_name(span.device_ordinal))
+        span_of[span.submission_id] = interval
+        if span.op not in ALLOC_OPS:
+            spans.setdefault(span.submission_id, []).append(interval)
+    work: dict[int, list[Interval]] = {}
+    kernel_ns: dict[int, float] = {}
+    for event in records.dispatches:
+        call = by_submission.get(event.submission_id)
+        if call is None:
+            continue
+        if event.clock == "device_tick":
+            start = host_time(event.start_ns, event.device_ordinal)
+            end = (
+                host_time(event.end_ns, event.device_ordinal) if event.end_ns is not None else start + event.duration_ns
+            )
+        else:
+            start, end = event.start_ns, event.start_ns + event.duration_ns
+        detail = (
+            ("submission", event.submission_id),
+            ("workgroup_count", list(event.workgroup_count or ())),
+            ("workgroup_size", list(event.workgroup_size or ())),
+            ("timing", event.timing),
+        )
+        work.setdefault(call, []).append(Interval(start, end, event.name, device_name(event.device_ordinal), detail))
+        kernel_ns[call] = kernel_ns.get(call, 0.0) + event.duration_ns
+    result = []
+    for index, (chunk, wall) in enumerate(zip(chunks, walls_ms, strict=False)):
+        allocs, queued, submissions = [], [], []
+        for op in chunk:
+            ran = span_of.get(op.submission_id)
+            name = f"{op.op} {op.payload_bytes} B" if op.payload_bytes else op.op
+            device = device_name(op.device_ordinal)
+            if op.op in ALLOC_OPS:
+                done = (
+                    ran.end
+                    if ran is not None
+                    else (op.ready_host_time_ns if op.ready_host_time_ns is not None else op.host_time_ns)
+                )
+                allocs.append(Interval(op.host_time_ns, max(done, op.host_time_ns), name, device))
+            else:
+                started = (
+                    ran.start
+                    if ran is not None
+                    else (op.ready_host_time_ns if op.ready_host_time_ns is not None else op.host_time_ns)
+                )
+                queued.append(Interval(op.host_time_ns, max(started, op.host_time_ns), name, device))
+                submissions.extend(spans.get(op.submission_id, []))
+        device_end = max((i.end for i in [*submissions, *work.get(index, [])]), default=None)
+        # The host saw the device finish when something waiting on it moved: an operation became
+        # ready, or a queue-ordered free was processed.
+        submitted = {op.submission_id for op in chunk}
+        moved = [op.ready_host_time_ns for op in chunk if op.ready_host_time_ns is not None]
+        moved += [mark for submission, mark in records.memory_marks if submission in submitted]
+        seen = [t for t in moved if device_end is not None and t >= device_end]
+        window = windows[index] if index < len(windows) else None
+        result.append(
+            CallRecords(
+                wall_ns=(window[1] - window[0]) if window is not None else wall * 1e6,
+                start_ns=window[0] if window is not None else None,
+                end_ns=window[1] if window is not None else None,
+                alloc_ops=tuple(allocs),
+                queue_ops=tuple(queued),
+                submissions=tuple(submissions),
+                device_work=tuple(work.get(index, [])),
+                completion_seen_ns=min(seen) if seen else device_end,
+                kernel_ns=kernel_ns.get(index, 0.0),
+            )
+        )
+    return result, f"{fit_text}; {split}"
+
+
+def explain_hints(bundle: Path) -> tuple[str, ...]:
+    """`iree-profile explain`'s hints and per-queue busy and gap figures, one line each."""
+    try:
+        proc = subprocess.run(
+            [runtime_tool("iree-profile"), "explain", "--format=jsonl", str(bundle)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired, ProfileError):
+        return ()
+    hints: list[str] = []
+    for line in proc.stdout.splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(row, dict):
+            continue
+        if row.get("type") == "explain_hint" and row.get("message"):
+            hints.append(f"{row.get('severity', 'info')}: {row['message']}")
+        elif row.get("type") == "explain_queue" and row.get("submissions"):
+            busy, gaps, worst = (_number(row, k) or 0.0 for k in ("busy_ns", "total_gap_ns", "max_gap_ns"))
+            hints.append(
+                f"queue {row.get('physical_device_ordinal', 0)}.{row.get('queue_ordinal', 0)}: "
+                f"{row['submissions']} submissions, busy {busy / 1e6:.3f} ms, {row.get('gaps', 0)} gaps "
+                f"totalling {gaps / 1e6:.3f} ms (largest {worst / 1e6:.3f} ms)"
+            )
+    return tuple(hints)

@@ -7,8 +7,7 @@ gputop calls the in-application API itself: `StartFrameCapture(NULL, NULL)` and
 before the process creates its first Vulkan instance (loading it enables its
 Vulkan layer), and under RenderDoc some devices fall below IREE's Vulkan 1.3
 baseline (lavapipe), which a child-process probe detects before the run
-commits to it. Captures are verified in another process, since opening a
-capture in the capturing process crashes.
+commits to it. Captures are read in other processes, by `captures.py`.
 """
 
 from __future__ import annotations
@@ -16,18 +15,13 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import DeviceUnavailableError, GputopError
-from gputop.core.files import require_file
-from gputop.core.records import CaptureInfo
+from gputop.core.errors import DeviceUnavailableError
 
 API_1_6_0 = 10600
 LIBRARY_NAMES = ("librenderdoc.so", "/usr/lib/librenderdoc.so", "/usr/lib/x86_64-linux-gnu/librenderdoc.so")
@@ -41,17 +35,6 @@ BASELINE_HELP = (
 )
 
 _loaded: RenderDoc | None = None
-
-
-class CaptureError(GputopError):
-    """A capture could not be taken or read."""
-
-
-def vulkan_instance_created() -> bool:
-    """Whether this process already asked IREE for its Vulkan driver (an instance exists)."""
-    from gputop.core import devices
-
-    return devices.VULKAN_DRIVER_CREATED
 
 
 @dataclass
@@ -147,7 +130,10 @@ def load_renderdoc() -> RenderDoc:
 
 
 def probe_vulkan(device_index: int, timeout: float = 120.0) -> tuple[bool, str]:
-    """In a child process: can IREE still use Vulkan device N with RenderDoc loaded?"""
+    """In a child process: can IREE still use Vulkan device N with RenderDoc loaded?
+
+    The reason ends in "does not exist" when there is no device N at all.
+    """
     proc = subprocess.run(
         [sys.executable, "-m", "gputop.core.renderdoc", "--probe", str(device_index)],
         capture_output=True,
@@ -167,7 +153,12 @@ def _probe_main(device_index: int) -> None:
         import iree.runtime as rt
 
         driver = rt.get_driver("vulkan")
-        entry = driver.query_available_devices()[device_index]
+        found = driver.query_available_devices()
+        if device_index >= len(found):
+            print(json.dumps({"ok": False, "reason": f"vulkan:{device_index} does not exist", "absent": True}))
+            sys.stdout.flush()
+            os._exit(0)
+        entry = found[device_index]
         if "below baseline" in str(entry.get("name", "")):
             print(json.dumps({"ok": False, "reason": f"{entry['name']}: {BASELINE_HELP}"}))
             return
@@ -182,117 +173,5 @@ def _probe_main(device_index: int) -> None:
     os._exit(0)
 
 
-def _verifier_env() -> dict[str, str]:
-    """renderdoccmd's environment: a private RenderDoc install's library folders first."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ENABLE_VULKAN_RENDERDOC_CAPTURE")}
-    private = os.environ.get("GPUTOP_RENDERDOC_LIB")
-    if private:
-        folder = Path(private).resolve().parent
-        extra = [str(folder), str(folder / "x86_64-linux-gnu"), str(folder.parent.parent / "lib" / "x86_64-linux-gnu")]
-        env["LD_LIBRARY_PATH"] = os.pathsep.join([*extra, env.get("LD_LIBRARY_PATH", "")]).rstrip(os.pathsep)
-    return env
-
-
-def capture_info(path: Path, timeout: float = 300.0) -> CaptureInfo:
-    """Verify a capture in another process (renderdoccmd convert) and count its dispatches."""
-    size = require_file(path, allow_empty=True)
-    with open(path, "rb") as handle:
-        magic = handle.read(4)
-    if size < 64 or magic != b"RDOC":
-        raise CaptureError(f"{path}: not a RenderDoc capture (.rdc)")
-    tool = shutil.which("renderdoccmd")
-    if tool is None:
-        raise CaptureError("verifying captures needs renderdoccmd: apt-get install renderdoccmd")
-    with tempfile.TemporaryDirectory(prefix="gputop-rdc-") as tmp:
-        xml_path = Path(tmp) / "capture.xml"
-        command = [tool, "convert", "-f", str(path), "-o", str(xml_path), "-c", "xml"]
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=_verifier_env())
-        if proc.returncode != 0 or not xml_path.exists():
-            detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-            why = detail[-1] if detail else "corrupt or truncated"
-            if "shared libraries" in why:
-                why += f" (LD_LIBRARY_PATH={_verifier_env().get('LD_LIBRARY_PATH', '')})"
-            raise CaptureError(f"{path}: renderdoccmd cannot read it ({why})")
-        return _summarize_xml(path, size, xml_path)
-
-
-def _summarize_xml(path: Path, size: int, xml_path: Path) -> CaptureInfo:
-    dispatches = 0
-    names: list[str] = []
-    api = "Vulkan"
-    try:
-        for _, element in ElementTree.iterparse(xml_path, events=("end",)):
-            if element.tag == "driver" and element.text:
-                api = element.text.strip()
-            if element.tag == "chunk":
-                name = element.get("name", "")
-                if name == "vkCmdDispatch":
-                    dispatches += 1
-                elif name == "vkCreateComputePipelines":
-                    for child in element.iter():
-                        if child.get("name") == "pName" and child.text and child.text not in names:
-                            names.append(child.text)
-                element.clear()
-    except ElementTree.ParseError as exc:
-        raise CaptureError(f"{path}: its structured data is unreadable ({exc})") from None
-    return CaptureInfo(path=str(path), bytes=size, dispatches=dispatches, dispatch_names=tuple(names), api=api)
-
-
-class CaptureVerifier:
-    """A helper process, started before RenderDoc is loaded, that verifies captures.
-
-    Once RenderDoc is in a process it hooks process creation there, and the
-    children it starts cannot even load renderdoccmd's libraries. A helper
-    started beforehand is a plain process: it runs `capture_info` for us.
-    """
-
-    def __init__(self) -> None:
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "gputop.core.renderdoc", "--verifier"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
-
-    def verify(self, path: Path) -> CaptureInfo:
-        process = self._process
-        if process.poll() is not None or process.stdin is None or process.stdout is None:
-            raise CaptureError("the capture verifier is not running")
-        process.stdin.write(str(path) + "\n")
-        process.stdin.flush()
-        line = process.stdout.readline()
-        if not line:
-            raise CaptureError("the capture verifier stopped")
-        data = json.loads(line)
-        if "error" in data:
-            raise CaptureError(data["error"])
-        data["dispatch_names"] = tuple(data["dispatch_names"])
-        data.pop("gpu_durations_us", None)
-        return CaptureInfo(**data)
-
-    def close(self) -> None:
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-
-
-def _verifier_main() -> None:
-    from gputop.core.records import to_json
-
-    for line in sys.stdin:
-        try:
-            print(json.dumps(to_json(capture_info(Path(line.strip())))), flush=True)
-        except GputopError as exc:
-            print(json.dumps({"error": exc.message}), flush=True)
-        except Exception as exc:  # keep serving: one bad file must not kill the helper
-            print(json.dumps({"error": f"{line.strip()}: {exc}"}), flush=True)
-
-
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--probe":
     _probe_main(int(sys.argv[2]))
-elif __name__ == "__main__" and len(sys.argv) == 2 and sys.argv[1] == "--verifier":
-    _verifier_main()

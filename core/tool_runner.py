@@ -23,7 +23,7 @@ from gputop.core.devices import first_line
 from gputop.core.errors import RuntimeFailure
 from gputop.core.processes import run_logged
 from gputop.core.profiles import benchmark_call_ms, device_uri, runtime_tool
-from gputop.core.records import DeviceInfo, PoolStats
+from gputop.core.snapshot import DeviceInfo, PoolStats
 
 BATCH = 20
 TIMEOUT_S = 300.0  # a tool run that takes longer is hung (a deadlocked multi-device call): kill it

@@ -15,9 +15,9 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from gputop.core.records import RunSnapshot
-from gputop.core.replay import write_snapshots
 from gputop.core.session import RunConfig, Session
+from gputop.core.snapshot import RunSnapshot
+from gputop.core.store.replay import write_snapshots
 
 
 def _scrub(snapshot: RunSnapshot, root: str) -> RunSnapshot:

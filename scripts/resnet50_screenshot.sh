@@ -2,7 +2,7 @@
 # The README's ResNet-50 screenshot: the onnx package's light ResNet-50 on the CPU with its
 # dummy input, profiled once, from a short working folder so the header shows a short path.
 set -eu
-PY=$1
+PY=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: the script works in a temporary folder
 OUT=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d)

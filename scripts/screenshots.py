@@ -6,7 +6,7 @@ SVG. Run by `make screenshots` on the CPU; the same script runs on a GPU
 machine (headless Textual needs no terminal). Never edit the SVGs by hand.
 
 Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task]
-           [--input ...] [--calls 20] [--size 120x40] [--profile]
+           [--input ...] [--calls 20] [--size 120x40] [--profile] [--press KEYS] [--roofline] [--warmup S]
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from gputop.tui.bridge import EngineBridge, RunConfig
 
 async def shoot(args: argparse.Namespace) -> None:
     width, height = (int(v) for v in args.size.split("x"))
-    config = RunConfig(target=args.target, device=args.device, iterations=None, inputs=tuple(args.input))
+    config = RunConfig(
+        target=args.target, device=args.device, iterations=None, inputs=tuple(args.input), warmup_s=args.warmup
+    )
     app = GputopApp(EngineBridge(config))
     async with app.run_test(size=(width, height)) as pilot:
         waited = 0.0
@@ -36,6 +38,10 @@ async def shoot(args: argparse.Namespace) -> None:
             while app.snapshot.profile is None and waited < args.timeout * 2:
                 await pilot.pause(0.2)
                 waited += 0.2
+        if args.press:
+            await pilot.press(*args.press.split(","))
+        if args.roofline:
+            await pilot.press("f")
         await pilot.pause(0.5)
         snap = app.snapshot
         if snap is None or snap.state == "error":
@@ -43,6 +49,8 @@ async def shoot(args: argparse.Namespace) -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         app.save_screenshot(filename=args.out.name, path=str(args.out.parent))
         print(f"{args.out}: {snap.calls.count} calls on {snap.device.id if snap.device else '?'}")
+        if args.roofline:
+            await pilot.press("escape")
         await pilot.press("q")
 
 
@@ -56,6 +64,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--size", default="120x40")
     parser.add_argument("--profile", action="store_true", help="press p and wait for the kernel table")
+    parser.add_argument("--press", help="keys to press before the screenshot, comma-separated (t: the Timeline)")
+    parser.add_argument("--roofline", action="store_true", help="then press f: the roofline view")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up before a profile pass")
     asyncio.run(shoot(parser.parse_args()))
 
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Install the Debian packages gputop's backends need (software Vulkan, OpenCL on
-# the CPU, RenderDoc, tmux for the end-to-end test, Prometheus for the exporter test), when we can: as root with
+# the CPU, RenderDoc, tmux for the end-to-end test, Prometheus for the exporter test, Chromium as the headless
+# browser of the gputop web test), when we can: as root with
 # apt-get. Otherwise say what is missing and carry on: gputop still runs on
 # local-task without them, and the tests that need them skip with a reason.
 set -u
-PACKAGES="mesa-vulkan-drivers libvulkan1 vulkan-tools pocl-opencl-icd ocl-icd-libopencl1 librenderdoc python3-renderdoc renderdoccmd tmux asciinema prometheus"
+PACKAGES="mesa-vulkan-drivers libvulkan1 vulkan-tools pocl-opencl-icd ocl-icd-libopencl1 librenderdoc python3-renderdoc renderdoccmd tmux asciinema prometheus chromium"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

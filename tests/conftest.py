@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -90,3 +91,35 @@ def poll(test: Callable[[], Any], timeout: float = 120, every: float = 0.05) -> 
             last_error = exc
         time.sleep(every)
     raise AssertionError(f"never happened (last error: {last_error})")
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, on loopback."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def spawn_gputop(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """The real `gputop` command line as a child process that keeps running (stderr kept, stdout dropped)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "gputop.tui", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def end_child(child: subprocess.Popen[str], signum: int = 15, timeout: float = 60) -> str:
+    """Send `signum` (SIGTERM) to a child if it still runs, wait for it, return its stderr (kill it if it hangs)."""
+    if child.poll() is None:
+        child.send_signal(signum)
+    try:
+        _, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        _, stderr = child.communicate()
+        raise AssertionError(f"gputop did not end within {timeout} s of signal {signum}: {stderr}") from None
+    return stderr or ""

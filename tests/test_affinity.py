@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,9 @@ def test_pipeline_runs_on_two_devices_with_two_affinities() -> None:
     # The intermediate (256x512 f32) moves from device_a to device_b.
     assert any(t["source"] == "device_a" and t["target"] == "device_b" and t["bytes"] == 256 * 512 * 4
                for t in report["transfers"])  # fmt: skip
+    # ... and one profiled call (iree-benchmark-module, HAL queue events) copied exactly that.
+    assert [t["observed_bytes"] for t in report["transfers"]] == [256 * 512 * 4]
+    assert all(r["observed_transfer_bytes"] == 0 for r in records.values())
     assert [d["device_id"] for d in report["memory"]["devices"]] == ["local-task:0", "local-task:1"]
 
 
@@ -58,6 +63,9 @@ def test_hidden_transfer_is_flagged_on_exactly_that_result() -> None:
     argument = records[("argument", 0)]
     assert argument["flag"] == "transfer" and argument["transfer_bytes"] == 256 * 512 * 4
     assert argument["producer_affinity"] == "device_b"
+    # The runtime cross-check: device_b's copy of x ran; the export hands the result over, no copy runs.
+    assert argument["observed_transfer_bytes"] == 256 * 512 * 4
+    assert result["observed_transfer_bytes"] is None
 
 
 def test_undeclared_results_are_reported_as_undeclared(tmp_path: Path) -> None:
@@ -90,14 +98,47 @@ def test_affinity_command_table_and_json() -> None:
     proc = run_gputop("affinity", "demo:hidden-transfer", "--devices", "local:0,local:1", "--json", "-")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    keys = {"function", "kind", "index", "declared", "export_affinity", "producer_affinity", "transfer_bytes", "flag"}
+    keys = {"function", "kind", "index", "declared", "export_affinity", "producer_affinity", "transfer_bytes", "flag",
+            "observed_transfer_bytes"}  # fmt: skip
     assert all(keys <= r.keys() for r in data["exports"])
+    assert all({"source", "target", "bytes", "op", "observed_bytes"} <= t.keys() for t in data["transfers"])
+    assert data["observation"]["observed"] and data["observation"]["unexplained_copies"] == []
     text = run_gputop("affinity", "demo:hidden-transfer", "--devices", "local:0,local:1").stdout
-    assert "HIDDEN TRANSFER" in text and "device_b (local:1)" in text
-    # Devices this machine lacks still compile for their backend's target.
+    assert "HIDDEN TRANSFER" in text and "device_b (local:1)" in text and "OBSERVED" in text
+    assert "observed 524288 bytes" in text
+    # Devices this machine lacks still compile for their backend's target; nothing is observed.
     proc = run_gputop("affinity", "demo:pipeline", "--devices", "cuda:0,cuda:1", "--json", "-")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["flags"][0] == "--iree-hal-target-device=device_a=cuda[0]"
+    data = json.loads(proc.stdout)
+    assert data["flags"][0] == "--iree-hal-target-device=device_a=cuda[0]"
+    assert not data["observation"]["observed"] and data["observation"]["notes"][0].startswith("not observed:")
+    assert all(r["observed_transfer_bytes"] is None for r in data["exports"])
+
+
+def test_affinity_static_skips_the_profiled_call() -> None:
+    proc = run_gputop("affinity", "demo:pipeline", "--devices", "local:0,local:1", "--static", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["observation"] == {"observed": False, "notes": ["not observed: --static"]}
+    assert [t["observed_bytes"] for t in data["transfers"]] == [None]
+    assert all(r["observed_transfer_bytes"] is None for r in data["exports"])
+
+
+def test_exports_pane_shows_the_observed_bytes() -> None:
+    from gputop.core.session import RunConfig, Session
+    from gputop.tui.panes.exports import export_rows
+
+    session = Session(RunConfig(target="demo:hidden-transfer", devices=("local:0", "local:1"), iterations=1))
+    session.start()
+    assert session.wait(600) and session.error is None, session.error
+    rows = export_rows(session.snapshot)
+    messages = [e.message for e in session.snapshot.events]
+    assert "transfers observed: one profiled call copied 524288 bytes in 1 copy on device_b" in messages
+    assert not any("did not plan" in m or "transfers not observed" in m for m in messages)
+    argument, result = rows["hidden_transfer/argument/0"], rows["hidden_transfer/result/0"]
+    assert str(argument[3]) == "moved between devices 512.0 KiB (seen 512.0 KiB)"
+    assert str(result[3]) == "! hidden transfer 256.0 KiB"  # an export hands it over: no profile sees it
+    assert (argument[1], argument[2]) == ("local-task:0", "local-task:1")
 
 
 def test_malformed_affinity_attribute(tmp_path: Path) -> None:
@@ -127,3 +168,15 @@ def test_two_vulkan_devices_run_through_the_shipped_tools(vulkan_device: str) ->
 @pytest.mark.parametrize("devices", ["local:0", "local:0,"])
 def test_devices_needs_two(devices: str) -> None:
     assert_one_line_error(run_gputop("run", "demo:pipeline", "--devices", devices), 2, "two or more devices")
+
+
+def test_affinity_without_the_compiler_is_one_line() -> None:
+    # The GPU machines carry IREE's runtime but not its compiler: the analysis says so, no traceback.
+    code = (
+        "import sys; sys.modules['iree.compiler'] = None\n"
+        "from gputop.tui.cli import main\n"
+        "sys.argv = ['gputop', 'affinity', 'demo:hidden-transfer', '--devices', 'cuda:0,cuda:1']\n"
+        "sys.exit(main())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert_one_line_error(proc, 3, "affinity analysis needs IREE's compiler (iree-base-compiler)")

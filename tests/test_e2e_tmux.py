@@ -116,3 +116,46 @@ def test_sigterm_restores_the_terminal_and_keeps_the_session(tmp_path: Path) -> 
         assert json.loads((folder / "report.json").read_text())["exit_code"] == 143
     finally:
         term.close()
+
+
+def test_attach_follows_a_served_run_and_p_profiles_it(tmp_path: Path) -> None:
+    """`gputop serve` runs headless; `gputop attach` in a terminal shows it live, and its `p` profiles that run."""
+    import json
+
+    folder = tmp_path / "served"
+    serve = subprocess.Popen(
+        [str(GPUTOP), "serve", "demo:mlp", "--device", "local-task", "--metrics-port", "0", "--profile-every", "0",
+         "--quiet", "--session-dir", str(folder)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    exit_file = tmp_path / "exit_code"
+    term: Terminal | None = None
+    try:
+        deadline = time.monotonic() + 120
+        while not (folder / "control.sock").exists():
+            assert serve.poll() is None and time.monotonic() < deadline, "gputop serve did not start"
+            time.sleep(0.2)
+        term = Terminal(f"cd {tmp_path} && {GPUTOP} attach {folder}; echo $? > {exit_file}; sleep 60")
+        screen = term.wait_for(lambda s: call_count(s) > 0 and f"attached pid {serve.pid}" in s)
+        assert "gputop serve demo:mlp" in screen
+        seen = call_count(screen)
+        term.wait_for(lambda s: call_count(s) > seen)  # it follows the run as it grows
+        assert "profile:" not in screen
+        term.keys("p")
+        # the pass arrives, kernels and all (a kernel is named by its work: matmul_MxNxK)
+        screen = term.wait_for(lambda s: "profile:" in s and "matmul_256x1024x1024" in s)
+        profiles = [json.loads(line).get("profile") for line in (folder / "samples.jsonl").read_text().splitlines()]
+        assert any(profiles), "the pass was taken by the served run, not by the viewer"
+        term.keys("q")
+        deadline = time.monotonic() + 30
+        while not exit_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert exit_file.read_text().strip() == "0"
+        assert serve.poll() is None, "quitting the viewer leaves the run running"
+    finally:
+        if term is not None:
+            term.close()
+        if serve.poll() is None:
+            serve.terminate()
+        serve.wait(timeout=60)
+    assert serve.returncode == 143

@@ -1,4 +1,10 @@
-"""The engine is a plain library: importing it pulls in no Textual and no Rich."""
+"""The engine's shape: a plain library without Textual or Rich, whose import contracts hold.
+
+import-linter checks five contracts (`make lint` runs them too): the engine
+without the TUI, no import cycles inside `gputop.core`, building blocks that
+use neither `run` nor `store`, a store that never drives a run, and panes that
+reach the engine only through the bridge.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import pkgutil
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import gputop.core
@@ -31,4 +38,26 @@ def test_import_linter_contract_holds() -> None:
     assert lint, "import-linter is a test dependency"
     proc = subprocess.run([lint], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 kept, 0 broken" in proc.stdout
+    assert "5 kept, 0 broken" in proc.stdout
+
+
+def test_every_flat_engine_module_is_a_listed_building_block() -> None:
+    """A new flat module under core/ must join the building-blocks contract, or it escapes it."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    blocks = next(c for c in config if c["name"].startswith("Building blocks"))
+    listed = set(blocks["source_modules"])
+    flat = {f"gputop.core.{p.stem}" for p in (ROOT / "core").glob("*.py") if p.stem not in ("__init__", "session")}
+    assert flat == listed, f"unlisted: {sorted(flat - listed)}; listed but gone: {sorted(listed - flat)}"
+    assert set(blocks["forbidden_modules"]) == {"gputop.core.run", "gputop.core.store"}
+
+
+def test_no_private_access_across_modules() -> None:
+    """Flows and the store use public names only: no `session._x` or `state._x` outside their module."""
+    import re
+
+    offenders = []
+    for path in sorted((ROOT / "core").rglob("*.py")) + sorted((ROOT / "tui").rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for match in re.finditer(r"\b(session|state|ctx|controls|runner|flow)\._[a-z]\w*", line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)}")
+    assert not offenders, "\n".join(offenders)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_one_line_error, run_gputop, run_json
-from gputop.core.profiles import ProfileError, parse_ireeperf, read_profile, runtime_tool
+from gputop.core.errors import ProfileError
+from gputop.core.profiles import parse_ireeperf, read_profile, runtime_tool
 
 DISPATCHES = {
     "mlp_dispatch_0_matmul_256x1024x1024_f32",
@@ -62,12 +63,13 @@ def test_profile_pass_matches_iree_profile(device: str, request: pytest.FixtureR
     # Per call: the synced wall time and the kernel time beside it.
     assert report["call_kernel_ms"] > 0 and report["call_wall_ms"] > 0
     assert report["call_gap_ms"] == pytest.approx(report["call_wall_ms"] - report["call_kernel_ms"])
-    # The Chrome trace: valid JSON, one complete event per dispatch.
+    # The Chrome trace: valid JSON, one complete event per dispatch (beside the calls and their breakdown).
     trace = json.loads(Path(report["profile"]["trace_path"]).read_text())
-    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "dispatch"]
     assert len(spans) == 3 * iterations
     assert {e["name"] for e in spans} == DISPATCHES
     assert all(e["dur"] > 0 and e["ts"] >= 0 for e in spans)
+    assert all(e["args"]["workgroup_count"] and e["args"]["timing"] for e in spans)
 
 
 def test_profile_info_command(tmp_path: Path) -> None:

@@ -12,6 +12,18 @@ import pytest
 from conftest import assert_one_line_error, run_gputop, run_json
 
 FIXTURE = Path(__file__).parent / "data" / "scale_vulkan_h200.rdc"  # made by gputop on an H200
+# Hand-written Vulkan compute captured on lavapipe (tests/data/lavapipe_compute/): it replays here.
+LAVAPIPE = Path(__file__).parent / "data" / "lavapipe_compute.rdc"
+
+
+def module_or_skip() -> None:
+    proc = (
+        subprocess.run(["/usr/bin/python3.11", "-c", "import renderdoc"], capture_output=True, text=True, check=False)
+        if Path("/usr/bin/python3.11").exists()
+        else None
+    )
+    if proc is None or proc.returncode != 0:
+        pytest.skip("RenderDoc's Python module is not installed (apt-get install python3-renderdoc)")
 
 
 def renderdoc_or_skip() -> None:
@@ -43,15 +55,120 @@ def test_renderdoc_on_fails_clearly_on_lavapipe(vulkan_device: str) -> None:
 
 
 def test_capture_info_on_a_real_capture() -> None:
-    if not Path("/usr/bin/renderdoccmd").exists():
-        pytest.skip("renderdoccmd is not installed")
+    module_or_skip()
     proc = run_gputop("capture-info", str(FIXTURE), "--json", "-")
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
-    # The fixture captured one call of the one-dispatch `scale` module (tests/test_params.py).
+    # The fixture captured one call of the one-dispatch `scale` module (tests/test_params.py):
+    # tensor<8xf32> in, a scalar, tensor<8xf32> out, so three bindings of 8 x 4 bytes, one workgroup.
     assert info["dispatches"] == 1 and info["api"] == "Vulkan"
     assert info["dispatch_names"] == ["scale_dispatch_0_elementwise_8_f32"]
     assert info["bytes"] == FIXTURE.stat().st_size
+    assert info["reader"].startswith("renderdoc 1.24 module") and info["reader_note"] is None
+    assert info["captured_on"].startswith("NVIDIA H200 (NVIDIA, driver 580.")
+    [dispatch] = info["dispatch_list"]
+    assert {"index", "name", "workgroup_count", "buffers"} <= dispatch.keys()
+    assert dispatch["index"] == 0 and dispatch["name"] == "scale_dispatch_0_elementwise_8_f32"
+    assert dispatch["workgroup_count"] == [1, 1, 1]
+    assert [(b["binding"], b["bytes"]) for b in dispatch["buffers"]] == [(0, 32), (1, 32), (2, 32)]
+    # IREE suballocates one 64 MiB arena: the three slices sit in one VkBuffer at different offsets.
+    assert {b["buffer_bytes"] for b in dispatch["buffers"]} == {64 << 20}
+    assert sorted(b["offset"] for b in dispatch["buffers"]) == [0, 256, 512]
+    assert "vkCmdDispatch 1x1x1 scale_dispatch_0_elementwise_8_f32" in info["actions"]
+
+
+def test_the_module_and_renderdoccmd_agree(tmp_path: Path) -> None:
+    """Two readers of the same file: RenderDoc's Python module and `renderdoccmd convert` (XML)."""
+    module_or_skip()
+    if not Path("/usr/bin/renderdoccmd").exists():
+        pytest.skip("renderdoccmd is not installed")
+    for capture in (FIXTURE, LAVAPIPE):
+        by_module = json.loads(run_gputop("capture-info", str(capture), "--no-replay", "--json", "-").stdout)
+        empty = tmp_path / "no-module-here"
+        empty.mkdir(exist_ok=True)
+        env = {"GPUTOP_RENDERDOC_PYTHON": sys.executable, "GPUTOP_RENDERDOC_PYTHONPATH": str(empty)}
+        by_tool = json.loads(run_gputop("capture-info", str(capture), "--no-replay", "--json", "-", env=env).stdout)
+        assert by_tool["reader"] == "renderdoccmd" and by_module["reader"] != "renderdoccmd"
+        assert by_module["dispatches"] == by_tool["dispatches"] == len(by_module["dispatch_list"])
+        assert by_module["dispatch_names"] == by_tool["dispatch_names"]
+
+
+def test_without_the_module_renderdoccmd_stands_in_with_one_line(tmp_path: Path) -> None:
+    if not Path("/usr/bin/renderdoccmd").exists():
+        pytest.skip("renderdoccmd is not installed")
+    # This interpreter without Debian's dist-packages folder cannot import the module: the case of a
+    # GPU machine whose Python the module was not built for.
+    env = {"GPUTOP_RENDERDOC_PYTHON": sys.executable, "GPUTOP_RENDERDOC_PYTHONPATH": str(tmp_path)}
+    proc = run_gputop("capture-info", str(FIXTURE), "--json", "-", env=env)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    note = proc.stderr.strip()
+    assert "\n" not in note and note == f"gputop: {info['reader_note']}"
+    assert "No module named 'renderdoc'" in note and sys.executable in note and "renderdoccmd" in note
+    assert info["reader"] == "renderdoccmd" and info["dispatch_list"] == [] and info["dispatches"] == 1
+    assert info["replay"]["ok"] is False and "no working renderdoc Python module" in info["replay"]["reason"]
+    text = run_gputop("capture-info", str(FIXTURE), env=env).stdout
+    assert [line for line in text.splitlines() if line.startswith("note")] == [f"note         {info['reader_note']}"]
+    assert "scale_dispatch_0_elementwise_8_f32" in text
+
+
+def test_replay_of_an_h200_capture_is_refused_here_with_the_reason() -> None:
+    module_or_skip()
+    info = json.loads(run_gputop("capture-info", str(FIXTURE), "--json", "-").stdout)
+    replay = info["replay"]
+    assert replay["ok"] is False and replay["device"] is not None
+    # Our reason (vendors compared from the capture's own record) and RenderDoc's own refusal.
+    assert replay["reason"].startswith("vendor mismatch: captured on NVIDIA H200")
+    assert "software device" in replay["reason"] and "RenderDoc refuses" in replay["reason"]
+    assert "bufferDeviceAddressCaptureReplay" in replay["reason"]
+    assert info["gpu_durations_us"] == [] and info["dispatch_list"][0]["gpu_duration_us"] is None
+
+
+def test_a_lavapipe_capture_replays_here_with_gpu_times(vulkan_device: str) -> None:
+    module_or_skip()
+    proc = run_gputop("capture-info", str(LAVAPIPE), "--passes", "3", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    replay = info["replay"]
+    assert replay["ok"] is True and "llvmpipe" in replay["device"] and replay["passes"] == 3
+    scale, add = info["dispatch_list"]
+    # What main.c recorded: 4096 and 2048 floats in workgroups of 64, the second dispatch bound to
+    # the first half (8 KiB) of the 16 KiB output slice, its pipeline given a debug name.
+    assert (scale["name"], scale["workgroup_count"]) == ("demo_dispatch_0_scale_4096_f32", [64, 1, 1])
+    assert (add["name"], add["workgroup_count"]) == ("demo_dispatch_1_add_2048_f32", [32, 1, 1])
+    assert [(b["binding"], b["bytes"], b["offset"]) for b in add["buffers"]] == [(0, 16384, 0), (1, 8192, 16384)]
+    assert add["debug_name"] == "add one, in place" and scale["debug_name"] is None
+    for dispatch in (scale, add):
+        assert dispatch["event_id"] is not None
+        assert 0 < dispatch["gpu_duration_us_min"] <= dispatch["gpu_duration_us"] < 1e6
+    assert info["gpu_durations_us"] == [scale["gpu_duration_us"], add["gpu_duration_us"]]
+    assert info["actions"][:2] == ["vkCmdBeginDebugUtilsLabelEXT demo", "vkCmdFillBuffer 16384 bytes"]
+
+
+def test_a_replay_past_its_deadline_is_killed_and_the_structure_kept(vulkan_device: str) -> None:
+    module_or_skip()
+    proc = run_gputop("capture-info", str(LAVAPIPE), "--replay-timeout", "0.001", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["replay"]["ok"] is False
+    assert info["replay"]["reason"] == (
+        "the replay did not finish in 0.001 s and was killed (a hang in the driver or RenderDoc)"
+    )
+    assert [d["workgroup_count"] for d in info["dispatch_list"]] == [[64, 1, 1], [32, 1, 1]]
+
+
+def test_the_verifier_process_reads_for_a_run() -> None:
+    module_or_skip()
+    from gputop.core.captures import CaptureVerifier
+
+    verifier = CaptureVerifier()
+    try:
+        plain = verifier.verify(FIXTURE)
+        assert plain.replay is None and plain.dispatch_list[0].workgroup_count == (1, 1, 1)
+        replayed = verifier.verify(FIXTURE, replay=True)
+        assert replayed.replay is not None and "vendor mismatch" in replayed.replay.reason
+    finally:
+        verifier.close()
 
 
 def test_truncated_and_foreign_files(tmp_path: Path) -> None:
@@ -60,6 +177,8 @@ def test_truncated_and_foreign_files(tmp_path: Path) -> None:
     cut = tmp_path / "cut.rdc"
     cut.write_bytes(FIXTURE.read_bytes()[: FIXTURE.stat().st_size // 2])
     assert_one_line_error(run_gputop("capture-info", str(cut)), 5, "cut.rdc")
+    no_module = {"GPUTOP_RENDERDOC_PYTHON": sys.executable, "GPUTOP_RENDERDOC_PYTHONPATH": str(tmp_path)}
+    assert_one_line_error(run_gputop("capture-info", str(cut), env=no_module), 5, "cut.rdc", "renderdoccmd")
     foreign = tmp_path / "photo.rdc"
     foreign.write_bytes(b"\x89PNG" + bytes(500))
     assert_one_line_error(run_gputop("capture-info", str(foreign)), 5, "not a RenderDoc capture")

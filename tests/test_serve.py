@@ -4,19 +4,23 @@ The exporter test starts Debian's `prometheus` on loopback, scraping a real
 `gputop serve` on local-task every second, and asks Prometheus's HTTP API
 what it stored; it skips with the reason when the server is not installed.
 The web test starts `gputop web`, fetches its page and opens the websocket a
-browser would, until the app's own panes arrive through it.
+browser would, until the app's own panes arrive through it (tests/test_web.py
+has the rest of the web). Both listen on loopback unless told otherwise, and
+a token closes `/metrics` to scrapes without it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -26,29 +30,26 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import assert_one_line_error, poll, run_gputop
+from conftest import assert_one_line_error, free_port, poll, run_gputop
 
 PROMETHEUS = shutil.which("prometheus")
+TOKEN = "s3cret-token-for-the-scrape-0123456789"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def fetch(url: str, timeout: float = 5) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+def fetch(url: str, timeout: float = 5, token: str | None = None) -> str:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
         return str(response.read().decode())
 
 
-def gputop_child(*args: str) -> subprocess.Popen[str]:
+def gputop_child(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "gputop.tui", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -63,16 +64,94 @@ def stop(child: subprocess.Popen[str]) -> str:
     return stderr or ""
 
 
+def serve_on(port: int, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return gputop_child(
+        "serve", "demo:mlp", "--device", "local-task", "--metrics-port", str(port), "--profile-every", "5",
+        "--quiet", *extra, env=env,
+    )  # fmt: skip
+
+
 @pytest.fixture()
 def served() -> Iterator[tuple[int, subprocess.Popen[str]]]:
     port = free_port()
-    child = gputop_child(
-        "serve", "demo:mlp", "--device", "local-task", "--metrics-port", str(port),
-        "--metrics-addr", "127.0.0.1", "--profile-every", "5", "--quiet",
-    )  # fmt: skip
+    child = serve_on(port)  # no --metrics-addr: the default must be this machine only
     yield port, child
     stderr = stop(child)
     assert "Traceback" not in stderr
+    assert f"serving metrics at http://127.0.0.1:{port}/metrics" in stderr and "warning" not in stderr
+
+
+@pytest.fixture()
+def guarded(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    port = free_port()
+    child = serve_on(port, "--token", str(token_file))
+    yield port, token_file
+    stderr = stop(child)
+    assert "Traceback" not in stderr and "(bearer token required)" in stderr
+
+
+def test_serve_listens_on_loopback_only_by_default(served: tuple[int, subprocess.Popen[str]]) -> None:
+    import psutil
+
+    port, child = served
+    poll(lambda: fetch(f"http://127.0.0.1:{port}/metrics"))
+    listening = [c for c in psutil.Process(child.pid).net_connections("inet") if c.status == psutil.CONN_LISTEN]
+    assert [c.laddr for c in listening] == [("127.0.0.1", port)]
+    others = [
+        a.address
+        for addrs in psutil.net_if_addrs().values()
+        for a in addrs
+        if a.family == socket.AF_INET and not a.address.startswith("127.")
+    ]
+    if not others:
+        pytest.skip("this machine has no non-loopback IPv4 address to knock on")
+    for address in others:  # the machine's own outward address: nothing answers there
+        with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+            probe.settimeout(5)
+            probe.connect((address, port))
+
+
+def test_a_token_guards_metrics(guarded: tuple[int, Path]) -> None:
+    port, _ = guarded
+    url = f"http://127.0.0.1:{port}/metrics"
+    poll(lambda: fetch(url, token=TOKEN))
+    for wrong in (None, "not-the-token-not-the-token"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            fetch(url, token=wrong)
+        assert refused.value.code == 401 and refused.value.headers["WWW-Authenticate"].startswith("Bearer")
+    assert "gputop_calls_total" in fetch(url, token=TOKEN)
+
+
+def test_the_token_from_the_environment_and_bad_tokens(tmp_path: Path) -> None:
+    port = free_port()
+    child = serve_on(port, env={"GPUTOP_TOKEN": TOKEN})
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        poll(lambda: fetch(url, token=TOKEN))
+        with pytest.raises(urllib.error.HTTPError):
+            fetch(url)
+    finally:
+        stop(child)
+    short = tmp_path / "short"
+    short.write_text("abc\n")
+    proc = run_gputop("serve", "demo:mlp", "--device", "cpu", "--metrics-port", "0", "--token", str(short))
+    assert_one_line_error(proc, 2, f"--token {short}", "16 characters or more")
+    proc = run_gputop("serve", "demo:mlp", "--device", "cpu", "--metrics-port", "0", "--token", str(tmp_path / "no"))
+    assert_one_line_error(proc, 2, "no such file")
+
+
+def test_exposure_is_warned_about() -> None:
+    from gputop.core.access import exposure_warning, is_loopback
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("192.0.2.7")
+    assert exposure_warning("metrics", "127.0.0.1", 9470, None) is None
+    open_to_all = exposure_warning("metrics", "0.0.0.0", 9470, None)
+    assert open_to_all is not None and "open to anyone" in open_to_all and "--token FILE" in open_to_all
+    guarded = exposure_warning("gputop web", "0.0.0.0", 8000, TOKEN)
+    assert guarded is not None and "asks for the token" in guarded
 
 
 def samples_of(text: str) -> dict[str, list[Any]]:
@@ -108,14 +187,17 @@ def test_metrics_page(served: tuple[int, subprocess.Popen[str]]) -> None:
 
 
 @pytest.mark.skipif(PROMETHEUS is None, reason="Prometheus is not installed (apt-get install prometheus)")
-def test_prometheus_scrapes_gputop(served: tuple[int, subprocess.Popen[str]], tmp_path: Path) -> None:
-    port, _ = served
+def test_prometheus_scrapes_gputop(guarded: tuple[int, Path], tmp_path: Path) -> None:
+    """The README's configuration: the bearer token read from a file by Prometheus itself."""
+    port, token_file = guarded
     web_port = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         "scrape_configs:\n"
-        f"  - job_name: gputop\n    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n"
+        "  - job_name: gputop\n"
+        f"    authorization: {{credentials_file: '{token_file}'}}\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n"
     )
     server = subprocess.Popen(
         [
@@ -154,9 +236,8 @@ def test_metrics_port_in_use() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        proc = run_gputop("serve", "demo:mlp", "--device", "cpu", "--metrics-port", str(port), "--metrics-addr",
-                          "127.0.0.1")  # fmt: skip
-    assert_one_line_error(proc, 2, f"--metrics-port {port}", "in use")
+        proc = run_gputop("serve", "demo:mlp", "--device", "cpu", "--metrics-port", str(port))
+    assert_one_line_error(proc, 2, f"--metrics-port {port} on 127.0.0.1", "in use")
 
 
 async def test_tui_with_metrics_port() -> None:
@@ -166,7 +247,7 @@ async def test_tui_with_metrics_port() -> None:
     bridge = EngineBridge(RunConfig(target="demo:mlp", device="local-task", iterations=None))
     port = free_port()
     url = bridge.serve_metrics(port, "127.0.0.1")
-    assert url == f"http://127.0.0.1:{port}/metrics"
+    assert url == f"http://127.0.0.1:{port}/metrics"  # the address really bound, said as it is
     app = GputopApp(bridge)
     try:
         async with app.run_test(size=(120, 40)) as pilot:

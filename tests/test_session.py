@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from gputop.core.records import RunSnapshot
 from gputop.core.session import RunConfig, Session
+from gputop.core.snapshot import RunSnapshot
 
 
 def test_snapshots_follow_the_phases_in_order() -> None:

@@ -176,7 +176,7 @@ def test_sessions_and_report_by_id(tmp_path: Path) -> None:
 
 
 def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
-    from gputop.core.sessions import read_tail
+    from gputop.core.store.reader import read_tail
 
     folder = tmp_path / "s"
     proc = run_gputop("run", "demo:mlp", "--device", "cpu", "-n", "2", "--session-dir", str(folder))
@@ -189,7 +189,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
 
 
 async def test_open_shows_a_session_read_only(tmp_path: Path) -> None:
-    from gputop.core.sessions import read_tail
+    from gputop.core.store.reader import read_tail
     from gputop.tui.app import GputopApp
     from gputop.tui.bridge import ReplaySource
     from gputop.tui.panes.log import LogPane

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+from rich.console import Console
 from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
 
+from gputop.core.store.replay import read_snapshots
 from gputop.tui.app import GputopApp
-from gputop.tui.bridge import EngineBridge, ReplaySource, RunConfig, SnapshotArrived
+from gputop.tui.bridge import CaptureInfo, EngineBridge, ReplaySource, RunConfig, SnapshotArrived
 from gputop.tui.panes.log import LogPane
-from gputop.tui.screens import DeviceScreen, HelpScreen
+from gputop.tui.report_text import DISPATCH_COLUMNS
+from gputop.tui.roofline import RooflineScreen
+from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen
 
 
 def live_app(**config: object) -> GputopApp:
@@ -107,14 +116,18 @@ async def test_export_and_screenshot_go_into_the_session_dir() -> None:
         await wait_for(pilot, lambda: calls(app) > 1)
         await pilot.press("e")
         await pilot.press("s")
+        await app.workers.wait_for_complete()  # the export runs in a worker
         await pilot.pause(0.3)
         session_dir = app.source.session_dir
         assert session_dir is not None
-        report = json.loads((session_dir / "report.json").read_text())
+        # A mid-run export sits beside the record; report.json is the run's last word, written at its end.
+        exports = list(session_dir.glob("report-*.json"))
+        assert len(exports) == 1 and not (session_dir / "report.json").exists()
+        report = json.loads(exports[0].read_text())
         assert {"device", "phases", "calls", "memory", "kernels", "exports", "captures", "diagnostics"} <= report.keys()
-        assert report["calls"]["count"] >= 1
+        assert report["calls"]["count"] >= 1 and report["record"]["samples_published"] >= 1
         assert list(session_dir.glob("*.svg"))
-        assert "report written to" in log_text(app) and "screenshot saved to" in log_text(app)
+        assert f"report written to {exports[0]}" in log_text(app) and "screenshot saved to" in log_text(app)
 
 
 async def test_reload_starts_a_new_session() -> None:
@@ -188,8 +201,24 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         await pilot.press("p")
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
         await pilot.pause(0.3)
-        assert app.query_one("#kernels-table").row_count == 3  # type: ignore[attr-defined]
+        table = app.query_one("#kernels-table")
+        assert table.row_count == 3  # type: ignore[attr-defined]
         assert any("profile: 3 kernels" in line for line in app.query_one(LogPane).messages)
+        # Each row says how close the kernel came to the device's limit.
+        row = table.get_row("mlp_dispatch_0_matmul_256x1024x1024_f32")  # type: ignore[attr-defined]
+        assert row[0] == "0 matmul_256x1024x1024" and row[2].endswith("G") and row[3].endswith("%")
+        assert row[4] in ("compute", "memory")
+        assert "peak" in str(app.query_one("#kernels-summary").render())
+        # f: the roofline, each kernel numbered under the ceilings; escape closes it.
+        await pilot.press("f")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, RooflineScreen)
+        chart = str(app.screen.query_one("#roofline-chart").render())
+        assert "roofs: compute" in chart and "dispatch_0_matmul_256x1024x1024_f32" in chart
+        assert any(0x2801 <= ord(c) <= 0x28FF for c in chart), "the ceilings are drawn in braille"
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, RooflineScreen)
         # The run goes on after the pass.
         before = calls(app)
         await wait_for(pilot, lambda: calls(app) > before)
@@ -205,3 +234,125 @@ async def test_a_terminal_too_small_says_so() -> None:
         await pilot.resize_terminal(120, 40)
         await pilot.pause(0.3)
         assert not app.query_one("#too-small").display and app.query_one("#panes").display
+
+
+# -- the Captures pane: enter lists a capture's dispatches, o opens it ----------------------------------
+DATA = Path(__file__).parent / "data"
+
+
+def with_capture(capture: Path) -> GputopApp:
+    """The recorded local-task run, its last snapshot holding one capture (a real .rdc from tests/data)."""
+    snapshots = read_snapshots(DATA / "mlp_local_task.jsonl")
+    info = CaptureInfo(str(capture), capture.stat().st_size, 1, ("recorded",), "Vulkan")
+    snapshots[-1] = replace(snapshots[-1], captures=(info,))
+    return GputopApp(ReplaySource(snapshots))
+
+
+def renderdoc_module_or_skip() -> None:
+    python = Path("/usr/bin/python3.11")
+    if not python.exists() or subprocess.run([python, "-c", "import renderdoc"], check=False).returncode != 0:
+        pytest.skip("RenderDoc's Python module is not installed (apt-get install python3-renderdoc)")
+
+
+async def open_dispatch_list(app: GputopApp, pilot: Pilot[int]) -> CaptureScreen:
+    await wait_for(pilot, lambda: app.query_one("#captures-table", DataTable).row_count == 1)
+    app.query_one("#captures-table", DataTable).focus()
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, CaptureScreen))
+    screen = app.screen
+    assert isinstance(screen, CaptureScreen)
+    await wait_for(pilot, lambda: screen.query_one("#capture-dispatches", DataTable).row_count > 0)  # mounted
+    return screen
+
+
+async def test_enter_on_an_h200_capture_lists_its_dispatches() -> None:
+    renderdoc_module_or_skip()
+    app = with_capture(DATA / "scale_vulkan_h200.rdc")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dispatch_list(app, pilot)
+        table = screen.query_one("#capture-dispatches", DataTable)
+        assert [str(c.label) for c in table.ordered_columns] == list(DISPATCH_COLUMNS)
+        assert table.get_row_at(0) == [
+            "0",
+            "scale_dispatch_0_elementwise_8_f32",
+            "1x1x1",
+            "0: 32 B, 1: 32 B, 2: 32 B",
+            "-",
+        ]
+        replay = str(screen.query_one("#capture-replay", Static).render())
+        assert replay.startswith("not replayed: vendor mismatch: captured on NVIDIA H200")
+        assert "not replayed: vendor mismatch" in log_text(app)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, CaptureScreen)
+
+
+async def test_enter_on_a_lavapipe_capture_shows_replayed_gpu_times(vulkan_device: str) -> None:
+    renderdoc_module_or_skip()
+    app = with_capture(DATA / "lavapipe_compute.rdc")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dispatch_list(app, pilot)
+        table = screen.query_one("#capture-dispatches", DataTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert [row[1:3] for row in rows] == [
+            ["demo_dispatch_0_scale_4096_f32", "64x1x1"],
+            ["demo_dispatch_1_add_2048_f32 (add one, in place)", "32x1x1"],
+        ]
+        assert all(float(row[4]) > 0 for row in rows)  # GPU µs from the replay on lavapipe
+        assert str(screen.query_one("#capture-replay", Static).render()).startswith("replayed on llvmpipe")
+
+
+async def test_o_without_a_display_prints_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    capture = DATA / "scale_vulkan_h200.rdc"
+    app = with_capture(capture)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.query_one("#captures-table", DataTable).row_count == 1)
+        await pilot.press("o")
+        await pilot.pause(0.1)
+        assert f"no display here: open it elsewhere with: qrenderdoc {capture}" in log_text(app)
+
+
+async def test_a_parameter_load_shows_its_progress_in_the_header_and_run_pane(tmp_path: Path) -> None:
+    """While a model streams in, the header has a bar of bytes loaded and the Run pane its rate; totals after."""
+    import os
+
+    from gputop.core.param_archive import head_module_source, model_layout, write_irpa
+    from gputop.tui.panes.header import HeaderBar
+
+    specs = model_layout(48, 512 * 2**20)
+    archive = tmp_path / "model.irpa"
+    write_irpa(archive, specs)
+    source = tmp_path / "head.mlir"
+    source.write_text(head_module_source(specs))
+    fd = os.open(archive, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # cold: seconds of loading on the CI machine
+    os.close(fd)
+    app = live_app(target=str(source), params=(archive,), params_mode="streamed", iterations=1)
+    under_way: list[SnapshotArrived] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, SnapshotArrived):
+            load = message.snapshot.parameters
+            if load is not None and not load.done and load.loaded_bytes > 0:
+                under_way.append(message)
+
+    async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "finished", timeout=120)
+        await pilot.pause(0.3)
+        assert under_way, "no snapshot arrived while the parameters loaded"
+        loads = [m.snapshot.parameters for m in under_way]
+        assert all(load is not None and load.observed and load.mode == "streamed" for load in loads)
+        header = app.query_one(HeaderBar)
+        assert "parameters [" not in str(header.render())  # gone once loaded
+        header.show(under_way[-1].snapshot)  # the pane as it was drawn mid-load
+        await pilot.pause(0.1)
+        text = str(header.render())
+        assert "parameters [" in text and " / " in text and "GB/s" in text and "s left" in text, text
+        console = Console(width=120, record=True, file=io.StringIO())
+        console.print(app.query_one("#run-phases", Static).content)
+        phases = console.export_text()
+        assert "params" in phases and "GB/s" in phases and "streamed" in phases, phases
+        assert "parameters loaded by streamed" in log_text(app)

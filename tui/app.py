@@ -10,29 +10,36 @@ the Log pane from one handler.
 from __future__ import annotations
 
 import asyncio
-import signal
+import io
+import json
+import os
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
+from textual.driver import Driver
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from gputop.tui.bridge import (
     BUSY_STATES,
-    EXIT_SIGINT,
-    EXIT_SIGTERM,
+    AttachSource,
+    CaptureInfo,
     EngineBridge,
     ReplaySource,
     RunConfig,
     RunSnapshot,
     SnapshotArrived,
     SnapshotSource,
+    SourceNote,
 )
+from gputop.tui.ending import SignalEnding
 from gputop.tui.panes.captures import CapturesPane
 from gputop.tui.panes.exports import ExportsPane
 from gputop.tui.panes.header import HeaderBar
@@ -40,11 +47,15 @@ from gputop.tui.panes.kernels import KernelsPane
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.memory import MemoryPane
 from gputop.tui.panes.run import RunPane
-from gputop.tui.screens import DeviceScreen, HelpScreen
+from gputop.tui.panes.timeline import TimelineScreen
+from gputop.tui.roofline import RooflineScreen
+from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen
 
 MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
 NARROW_BELOW = 110
 MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
+PARENT_ENV = "GPUTOP_PARENT_PID"  # set by gputop web for its children: live only as long as that process
+TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
 
 class GputopApp(App[int]):
@@ -63,12 +74,14 @@ class GputopApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("space", "toggle_pause", "Pause"),
         Binding("p", "profile", "Profile"),
+        Binding("t", "timeline", "Timeline"),
         Binding("c", "capture", "Capture"),
         Binding("o", "open_capture", "Open", show=False),
         Binding("r", "reload", "Reload"),
         Binding("d", "choose_device", "Device"),
         Binding("e", "export", "Export"),
         Binding("s", "save_svg", "Screenshot"),
+        Binding("f", "roofline", "Roofline"),
         Binding("question_mark", "help", "Help"),
     ]
 
@@ -82,6 +95,19 @@ class GputopApp(App[int]):
         self._frame_timer: Timer | None = None
         self._quitting = False
         self._quitting_done = False
+        self._ending: SignalEnding | None = None
+        parent = os.environ.get(PARENT_ENV, "")
+        self._parent_pid = int(parent) if parent.isdigit() else None
+
+    def get_driver_class(self) -> type[Driver]:
+        driver_class = super().get_driver_class()
+        from textual.drivers.web_driver import WebDriver
+
+        if driver_class is WebDriver:  # under a web server: leave when it does (see web_driver)
+            from gputop.tui.web_driver import GputopWebDriver
+
+            return GputopWebDriver
+        return driver_class
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -111,23 +137,61 @@ class GputopApp(App[int]):
         ]
         self._log_pane = self.query_one(LogPane)
         self._fit(self.size.width, self.size.height)
+        if self.source.origin:
+            self._panes[0].set_origin(self.source.origin)
         self.source.attach(self)
         self.source.start()
         self.set_interval(1.0, self._tick_busy_header)
+        if self._parent_pid is not None:
+            self.set_interval(1.0, self._check_parent)
         if self._handle_signals:
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, self._on_signal, signum)
+            self._take_signals()
 
-    def _on_signal(self, signum: int) -> None:
-        """SIGINT/SIGTERM from outside: stop the engine, restore the terminal, exit 130/143."""
-        code = EXIT_SIGINT if signum == signal.SIGINT else EXIT_SIGTERM
-        if isinstance(self.source, EngineBridge):
-            self.source.interrupt(code)
+    def _take_signals(self) -> None:
+        """SIGINT/SIGTERM/SIGHUP from outside: stop the engine, restore the terminal, exit 130/143/129.
+
+        The drivers install event-loop handlers; they are replaced by plain ones
+        (see `ending`), which run even while the loop is blocked writing a frame.
+        """
+        loop = asyncio.get_running_loop()
+        for signum in SignalEnding.SIGNALS:
+            loop.remove_signal_handler(signum)
+        source = self.source
+        self._ending = SignalEnding(
+            interrupt=source.interrupt,
+            wait=source.stop,
+            abandon=source.abandon,
+            on_first=lambda code: loop.call_soon_threadsafe(self._on_signal, code),
+            on_leave=self._restore_terminal_now,
+        )
+        self._ending.install()
+
+    def _on_signal(self, code: int) -> None:
+        """The first signal, on the app's own thread: the engine is stopping; end the app with `code`."""
         self._quitting = True
         self.exit(code)
 
+    def _restore_terminal_now(self) -> None:
+        """The process leaves without the app's own ending (a second signal): give the terminal back."""
+        driver, stdin, stdout = self._driver, sys.__stdin__, sys.__stdout__
+        if driver is None or driver.is_web or stdin is None or stdout is None:
+            return
+        attrs = getattr(driver, "attrs_before", None)
+        if attrs is not None:
+            import termios
+
+            termios.tcsetattr(stdin.fileno(), termios.TCSANOW, attrs)
+        os.write(stdout.fileno(), TERMINAL_RESET.encode())
+
+    def _check_parent(self) -> None:
+        """A child of gputop web whose server is gone (killed, crashed) leaves as if the viewer quit."""
+        if os.getppid() != self._parent_pid and not self._quitting:
+            self.log_line("warning", f"the process that started this one (pid {self._parent_pid}) is gone")
+            self.call_later(self.action_quit)
+
     def on_unmount(self) -> None:
+        # The signal ending stays in place until the process leaves: a signal during the engine's
+        # teardown below must still end it with its record, not kill it without one.
         self._quitting_done = True
         if self._frame_timer is not None:
             self._frame_timer.stop()
@@ -166,6 +230,8 @@ class GputopApp(App[int]):
         self.frames += 1
         for pane in self._panes:
             pane.show(snapshot)
+        if isinstance(self.screen, (TimelineScreen, RooflineScreen)):
+            self.screen.show(snapshot)
 
     def _tick_busy_header(self) -> None:
         """While importing, compiling or loading no snapshots come: keep the elapsed time moving."""
@@ -176,12 +242,15 @@ class GputopApp(App[int]):
     def log_line(self, level: str, message: str) -> None:
         self._log_pane.add(level, message)
 
+    def on_source_note(self, message: SourceNote) -> None:
+        self.log_line(message.level, message.text)
+
     # -- keys -----------------------------------------------------------------
     async def action_quit(self) -> None:
         if self._quitting:
             return
         self._quitting = True
-        self.log_line("info", "stopping the engine...")
+        self.log_line("info", "leaving; the run goes on" if self.source.origin else "stopping the engine...")
         self._stop_engine_and_exit()
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
@@ -190,8 +259,7 @@ class GputopApp(App[int]):
         self.call_from_thread(self.exit, 0)
 
     def action_toggle_pause(self) -> None:
-        if not self.source.live:
-            self.log_line("warning", "pause: this is a recorded run")
+        if self._refused("pause"):
             return
         state = self.source.toggle_pause()
         if state is None:
@@ -201,39 +269,51 @@ class GputopApp(App[int]):
             self.log_line("info", "paused" if state == "paused" else "resumed")
 
     def action_profile(self) -> None:
-        if not isinstance(self.source, EngineBridge):
-            self.log_line("warning", "profile: this is a recorded run")
-            return
         reason = self.source.request_profile()
         if reason:
             self.log_line("warning", f"profile: {reason}")
 
     def action_capture(self) -> None:
-        if not isinstance(self.source, EngineBridge):
-            self.log_line("warning", "capture: this is a recorded run")
-            return
         reason = self.source.request_capture()
         self.log_line(*(("warning", f"capture: {reason}") if reason else ("info", "capturing the next call...")))
 
     def action_open_capture(self) -> None:
         self.query_one(CapturesPane).open_selected(self.log_line)
 
+    def on_captures_pane_chosen(self, message: CapturesPane.Chosen) -> None:
+        self.log_line("info", f"reading {Path(message.path).name}: its dispatches, and a replay where it can...")
+        self._read_capture(message.path)
+
+    @work(thread=True, exclusive=True, group="capture", exit_on_error=False)
+    def _read_capture(self, path: str) -> None:
+        info = self.source.read_capture(path)  # seconds: a replay; failures reach _worker_failed
+        self.call_from_thread(self._show_capture, info)
+
+    def _show_capture(self, info: CaptureInfo) -> None:
+        if info.replay is not None and not info.replay.ok:  # the list says it all; the log keeps the gist
+            self.log_line("info", f"{Path(info.path).name}: not replayed: {info.replay.reason.split('; ')[0]}")
+        self.push_screen(CaptureScreen(info))
+
+    def _refused(self, action: str) -> bool:
+        """Say in the log why `action` cannot happen here (a recorded run, another process's), if it cannot."""
+        reason = self.source.refusal(action)
+        if reason:
+            self.log_line("warning", f"{action}: {reason}")
+        return reason is not None
+
     def action_reload(self) -> None:
-        if not isinstance(self.source, EngineBridge):
-            self.log_line("warning", "reload: this is a recorded run")
+        if self._refused("reload"):
             return
         self.log_line("info", "reloading: recompiling if the source changed")
         self._restart_engine()
 
     def action_choose_device(self) -> None:
-        if not isinstance(self.source, EngineBridge):
-            self.log_line("warning", "device: this is a recorded run")
+        if self._refused("device"):
             return
         self._list_devices()
 
     @work(thread=True, exclusive=True, group="devices", exit_on_error=False)
     def _list_devices(self) -> None:
-        assert isinstance(self.source, EngineBridge)
         devices = self.source.runnable_devices()
         current = self.snapshot.device.id if self.snapshot and self.snapshot.device else None
         self.call_from_thread(self.push_screen, DeviceScreen(devices, current), self._device_chosen)
@@ -246,24 +326,48 @@ class GputopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _restart_engine(self, **changes: object) -> None:
-        assert isinstance(self.source, EngineBridge)
         self.source.restart(**changes)
         self.call_from_thread(self._log_pane.reset)
 
     def action_export(self) -> None:
-        if not isinstance(self.source, EngineBridge):
-            self.log_line("warning", "export: this is a recorded run")
+        if self._refused("export"):
+            return
+        self._export()
+
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False)
+    def _export(self) -> None:
+        if self.is_web:  # the visitor's browser downloads it: a file on the server is out of its reach
+            report = self.source.current_report()
+            self.call_from_thread(self._offer_report, report)
             return
         path = self.source.export_report()
-        self.log_line("info", f"report written to {path}")
+        self.call_from_thread(self.log_line, "info", f"report written to {path}")
+
+    def _offer_report(self, report: dict[str, Any]) -> None:
+        name = f"gputop-report-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        text = io.StringIO(json.dumps(report, indent=2) + "\n")
+        self.deliver_text(text, save_filename=name, mime_type="application/json", name="report")
+        self.log_line("info", f"report offered to the browser as {name}")
 
     def action_save_svg(self) -> None:
+        if self.is_web:
+            self.deliver_screenshot()
+            self.log_line("info", "screenshot offered to the browser")
+            return
         folder = self.source.session_dir or Path.cwd()
         path = self.save_screenshot(path=str(folder))
         self.log_line("info", f"screenshot saved to {path}")
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    def action_timeline(self) -> None:
+        if not isinstance(self.screen, TimelineScreen):
+            self.push_screen(TimelineScreen(self.snapshot))
+
+    def action_roofline(self) -> None:
+        if not isinstance(self.screen, RooflineScreen):
+            self.push_screen(RooflineScreen(self.snapshot))
 
     # -- failures of workers, in one place ---------------------------------------
     @on(Worker.StateChanged)
@@ -274,21 +378,34 @@ class GputopApp(App[int]):
                 self.exit(1)
 
 
-def run_app(config: RunConfig, metrics: tuple[int, str] | None = None) -> int:
-    """Start the TUI on a live engine, with Prometheus metrics on (port, addr) if asked; returns the exit code."""
+def run_app(config: RunConfig, metrics: tuple[int, str, str | None] | None = None) -> int:
+    """Start the TUI on a live engine, with metrics on (port, addr, token) if asked; returns the exit code."""
     bridge = EngineBridge(config)
     if metrics is not None:
-        bridge.serve_metrics(*metrics)  # before the screen is taken: a port in use is one line, as ever
+        url = bridge.serve_metrics(*metrics)  # before the screen is taken: a port in use is one line, as ever
+        print(f"gputop: serving metrics at {url}", file=sys.stderr, flush=True)
+        if bridge.metrics_warning:
+            print(f"gputop: warning: {bridge.metrics_warning}", file=sys.stderr, flush=True)
     app = GputopApp(bridge, handle_signals=True)
     try:
         code = app.run()
     finally:
         bridge.stop_metrics()
+    if bridge.session_dir is not None:
+        # The screen is gone: say where the run went (gputop report/open take this folder).
+        print(f"gputop: session recorded in {bridge.session_dir}", file=sys.stderr, flush=True)
     return code or 0
 
 
 def run_replay(snapshots: list[RunSnapshot]) -> int:
     """Show recorded snapshots read-only (gputop open); returns the exit code."""
     app = GputopApp(ReplaySource(snapshots), handle_signals=True)
+    code = app.run()
+    return code or 0
+
+
+def run_attached(folder: Path) -> int:
+    """Follow the run another process drives in `folder` (gputop attach); returns the exit code."""
+    app = GputopApp(AttachSource(folder), handle_signals=True)
     code = app.run()
     return code or 0

@@ -5,25 +5,36 @@ import-linter contract enforces it), so the engine can change inside without
 the UI noticing. The bridge owns the current `Session`, turns its snapshots
 into `SnapshotArrived` messages that coalesce (a slow screen gets the newest
 snapshot, never a backlog), and exposes the blocking actions (stop, restart,
-device listing, report export) that the app runs in thread workers.
+device listing, report export) that the app runs in thread workers. Besides
+the live engine there are two other sources: `ReplaySource` plays recorded
+snapshots (`gputop open`, tests), `AttachSource` follows a run another
+process drives (`gputop attach`, the viewers of `gputop web`) through its
+session folder and reaches it through the folder's control channel.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from textual.message import Message
 
-from gputop.core.cupti_profile import cupti_unavailable_reason
+from gputop.core.access import exposure_warning
+from gputop.core.captures import CaptureVerifier, capture_info
+from gputop.core.control import ControlUnavailable, ask
 from gputop.core.devices import IREE_BACKENDS, list_devices
-from gputop.core.errors import EXIT_SIGINT, EXIT_SIGTERM
+from gputop.core.efficiency import ridge_intensity
+from gputop.core.errors import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 from gputop.core.metrics import MetricsServer
-from gputop.core.records import (
+from gputop.core.run import RunConfig, Session
+from gputop.core.snapshot import (
     BUSY_STATES,
+    CallBreakdown,
+    CallSegment,
     CallStats,
     CaptureInfo,
     DeviceInfo,
@@ -31,17 +42,24 @@ from gputop.core.records import (
     Event,
     KernelTiming,
     MemorySample,
+    ParameterLoad,
     Phases,
+    ProfileSummary,
     RunSnapshot,
+    to_json,
 )
-from gputop.core.replay import read_snapshots
-from gputop.core.report import build_report
-from gputop.core.session import RunConfig, Session
+from gputop.core.store.follow import SessionFollower, describe_command
+from gputop.core.store.replay import read_snapshots
+from gputop.core.versions import versions
 
 __all__ = [
     "BUSY_STATES",
+    "EXIT_SIGHUP",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
+    "AttachSource",
+    "CallBreakdown",
+    "CallSegment",
     "CallStats",
     "CaptureInfo",
     "DeviceInfo",
@@ -50,13 +68,20 @@ __all__ = [
     "Event",
     "KernelTiming",
     "MemorySample",
+    "ParameterLoad",
     "Phases",
+    "ProfileSummary",
     "ReplaySource",
     "RunConfig",
     "RunSnapshot",
     "SnapshotArrived",
     "SnapshotSource",
+    "SourceNote",
+    "ridge_intensity",
+    "to_json",
 ]
+
+RECORDED = "this is a recorded run"
 
 
 class SnapshotArrived(Message):
@@ -70,29 +95,77 @@ class SnapshotArrived(Message):
         return isinstance(message, SnapshotArrived)
 
 
+class SourceNote(Message):
+    """A line for the Log pane from the source itself (whose run this is, that it ended), not from the run."""
+
+    def __init__(self, level: str, text: str) -> None:
+        super().__init__()
+        self.level = level
+        self.text = text
+
+
 class _Poster(Protocol):
     def post_message(self, message: Message) -> bool: ...
 
 
 class SnapshotSource(Protocol):
-    """What the app drives: a live engine or a recorded run."""
+    """What the app drives: a live engine or a recorded run. Every request says why not, or None."""
 
     live: bool
+    origin: str | None  # whose run this is, when another process drives it (pid, host, command, since)
 
-    def attach(self, target: _Poster) -> None: ...
-    def start(self) -> None: ...
-    def stop(self, timeout: float = 30.0) -> bool: ...
-    def toggle_pause(self) -> str | None: ...
+    def attach(self, target: _Poster) -> None:
+        """Where snapshots go (`post_message`)."""
+
+    def start(self) -> None:
+        """Start sending snapshots (non-blocking)."""
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """End the run and wait for its teardown (blocking: call from a worker); True when it ended."""
+
+    def interrupt(self, exit_code: int) -> None:
+        """A signal ends the run: record it as interrupted with `exit_code` (non-blocking)."""
+
+    def toggle_pause(self) -> str | None:
+        """Pause or resume; returns the new state, or None when neither applies."""
+
+    def request_profile(self) -> str | None:
+        """Ask for a profile pass; returns why not, or None."""
+
+    def request_capture(self) -> str | None:
+        """Ask for a RenderDoc capture of the next call; returns why not, or None."""
+
+    def abandon(self, exit_code: int) -> None:
+        """A second signal: write the run's record as interrupted now; the process leaves right after."""
+
+    def refusal(self, action: str = "") -> str | None:
+        """Why `action` (reload, device, export) cannot happen here, or None."""
+
+    def restart(self, **changes: Any) -> None:
+        """Stop, then start again with `changes` to the config (blocking)."""
+
+    def runnable_devices(self) -> list[DeviceInfo]:
+        """Devices a run can move to (blocking: drivers are asked)."""
+
+    def export_report(self) -> Path:
+        """Write the report as it stands into the session directory; returns its path (blocking)."""
+
+    def current_report(self) -> dict[str, Any]:
+        """The report as it stands, for a browser to download (blocking)."""
+
+    def read_capture(self, path: str) -> CaptureInfo:
+        """A capture's dispatch list, replayed for GPU times where it can be (blocking: call from a worker)."""
+
     @property
-    def config(self) -> RunConfig: ...
-    @property
-    def session_dir(self) -> Path | None: ...
+    def session_dir(self) -> Path | None:
+        """Where the run's record is (screenshots go there too)."""
 
 
 class EngineBridge:
     """Runs sessions for the app: one at a time, restartable with a new config."""
 
     live = True
+    origin = None  # the run is this process's own
 
     def __init__(self, config: RunConfig) -> None:
         self._config = config
@@ -100,6 +173,9 @@ class EngineBridge:
         self._session: Session | None = None
         self._lock = threading.Lock()
         self._metrics: MetricsServer | None = None
+        self._capture_reader: CaptureVerifier | None = None
+        self._notes: list[tuple[str, str]] = []  # said in the Log pane when the app starts
+        self.metrics_warning: str | None = None  # metrics listen beyond this machine: say so before the screen
 
     @property
     def config(self) -> RunConfig:
@@ -121,41 +197,62 @@ class EngineBridge:
         target = self._target
         if target is None:
             raise RuntimeError("attach the bridge to an app first")
+        if self._capture_reader is None:
+            # Started before any session can load RenderDoc into this process: its children are plain.
+            self._capture_reader = CaptureVerifier()
         with self._lock:
             session = Session(self._config)
             session.subscribe(lambda snapshot: target.post_message(SnapshotArrived(snapshot)))
             self._session = session
+        for level, text in self._notes:
+            target.post_message(SourceNote(level, text))
+        self._notes.clear()
         session.start()
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop the session and wait for its teardown (blocking: call from a worker)."""
+        ended = self._stop_session(timeout)
+        if self._capture_reader is not None:
+            self._capture_reader.close()
+            self._capture_reader = None
+        return ended
+
+    def _stop_session(self, timeout: float = 30.0) -> bool:
         session = self._session
         if session is None:
             return True
         session.stop()
         return session.wait(timeout)
 
-    def serve_metrics(self, port: int, addr: str) -> str:
+    def serve_metrics(self, port: int, addr: str, token: str | None = None) -> str:
         """Prometheus metrics of whichever session runs now (restarts included); returns the URL."""
-        from gputop.core.record import versions as package_versions
-
         self._metrics = MetricsServer(
-            lambda: self._session.snapshot if self._session else None, port, addr, versions=package_versions()
+            lambda: self._session.snapshot if self._session else None, port, addr, versions=versions(), token=token
         )
-        return self._metrics.start()
+        url = self._metrics.start()
+        self._notes.append(("info", f"Prometheus metrics at {url}" + (" (bearer token required)" if token else "")))
+        self.metrics_warning = exposure_warning("metrics", addr, self._metrics.port, token)
+        if self.metrics_warning:
+            self._notes.append(("warning", self.metrics_warning))
+        return url
 
     def stop_metrics(self) -> None:
         if self._metrics is not None:
             self._metrics.stop()
 
     def interrupt(self, exit_code: int) -> None:
-        """A signal ends the run: record it as interrupted with `exit_code` (non-blocking)."""
         if self._session is not None:
             self._session.stop(exit_code=exit_code)
 
+    def abandon(self, exit_code: int) -> None:
+        if self._session is not None:
+            self._session.record_interrupted_now(exit_code)
+
+    def refusal(self, action: str = "") -> str | None:
+        return None
+
     def restart(self, **changes: Any) -> None:
-        """Stop, then start again with `changes` to the config (blocking)."""
-        self.stop()
+        self._stop_session()
         if changes:
             self._config = replace(self._config, **changes)
         self.start()
@@ -174,67 +271,50 @@ class EngineBridge:
         return None
 
     def request_profile(self) -> str | None:
-        """Ask for a profile pass; returns why not, or None when it was asked for."""
-        session = self._session
-        if session is None or session.snapshot.state not in ("running", "paused"):
-            state = session.snapshot.state if session else "idle"
-            return f"nothing to profile while {state}"
-        if session.snapshot.profiling:
-            return "a profile pass is already running"
-        device = session.snapshot.device
-        if device is not None and device.backend == "cuda":
-            reason = cupti_unavailable_reason()
-            if reason:
-                return reason
-        session.request_profile()
-        return None
+        if self._session is None:
+            return "nothing to profile while idle"
+        return self._session.request_profile()
 
     def request_capture(self) -> str | None:
-        """Ask for a RenderDoc capture of the next call; returns why not, or None."""
-        session = self._session
-        if session is None or session.snapshot.state not in ("running", "paused"):
+        if self._session is None:
             return "start a run first"
-        device = session.snapshot.device
-        if device is not None and device.backend != "vulkan":
-            hint = {
-                "cuda": "use Nsight Systems or ncu for CUDA",
-                "hip": "use rocprof for HIP",
-                "opencl": "RenderDoc does not capture OpenCL",
-            }.get(device.backend, "RenderDoc captures Vulkan only")
-            return f"RenderDoc captures Vulkan work; this run is on {device.id} ({hint})"
-        return session.request_capture(1)
+        return self._session.request_capture(1)
 
     def runnable_devices(self) -> list[DeviceInfo]:
-        """Devices a run can move to (blocking: drivers are asked)."""
         return [row for row in list_devices(IREE_BACKENDS) if row.runnable]
 
     def export_report(self) -> Path:
-        """Write the report (same JSON as `gputop run --json`) into the session directory."""
         session = self._session
         if session is None:
             raise RuntimeError("no session to report on")
-        path = session.session_dir / "report.json"
-        path.write_text(json.dumps(build_report(session), indent=2) + "\n", encoding="utf-8")
-        return path
+        return session.export_report()
+
+    def read_capture(self, path: str) -> CaptureInfo:
+        reader = self._capture_reader
+        if reader is None:
+            raise RuntimeError("the capture reader is not running (start a run first)")
+        return reader.verify(Path(path), replay=True)
+
+    def current_report(self) -> dict[str, Any]:
+        session = self._session
+        if session is None:
+            raise RuntimeError("no session to report on")
+        return session.current_report()
 
 
 class ReplaySource:
     """Recorded snapshots played into the app: deterministic screens for tests and `open`."""
 
     live = False
+    origin = None
 
-    def __init__(self, snapshots: list[RunSnapshot], config: RunConfig | None = None) -> None:
+    def __init__(self, snapshots: list[RunSnapshot]) -> None:
         self._snapshots = snapshots
-        self._config = config or RunConfig(target=snapshots[-1].target if snapshots else "replay")
         self._target: _Poster | None = None
 
     @classmethod
     def from_file(cls, path: Path) -> ReplaySource:
         return cls(read_snapshots(path))
-
-    @property
-    def config(self) -> RunConfig:
-        return self._config
 
     @property
     def session_dir(self) -> Path | None:
@@ -253,5 +333,170 @@ class ReplaySource:
     def stop(self, timeout: float = 30.0) -> bool:
         return True
 
+    def interrupt(self, exit_code: int) -> None:
+        return None
+
+    def abandon(self, exit_code: int) -> None:
+        return None
+
     def toggle_pause(self) -> str | None:
         return None
+
+    def request_profile(self) -> str | None:
+        return RECORDED
+
+    def request_capture(self) -> str | None:
+        return RECORDED
+
+    def refusal(self, action: str = "") -> str | None:
+        return RECORDED
+
+    def restart(self, **changes: Any) -> None:
+        raise RuntimeError(RECORDED)
+
+    def runnable_devices(self) -> list[DeviceInfo]:
+        return []
+
+    def export_report(self) -> Path:
+        raise RuntimeError(RECORDED)
+
+    def read_capture(self, path: str) -> CaptureInfo:
+        # RenderDoc never enters this process: the reader runs as a child of it directly.
+        return capture_info(Path(path), replay=True)
+
+    def current_report(self) -> dict[str, Any]:
+        raise RuntimeError(RECORDED)
+
+
+class AttachSource:
+    """A run another gputop process drives, followed through its session folder (read-only but for its keys).
+
+    A thread looks at the folder every `POLL_S` (re-armed after each look, so
+    looks never overlap) and posts the newest sample as a coalescing
+    `SnapshotArrived`. Every `WATCH_EVERY_S` it tells the run that it is
+    watched, so a thinned record (`gputop serve`) stays dense while someone
+    looks. Pause, profile, capture and export go to the run over its control
+    channel and come back with the run's own refusals.
+    """
+
+    live = True
+    POLL_S = 0.25
+    WATCH_EVERY_S = 2.0
+    WATCH_LEASE_S = 6.0  # three missed renewals and the record thins again
+    ENDED_EVERY_S = 1.0  # how often the manifest and the run's process are looked at
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._follower = SessionFollower(folder)
+        self.origin: str | None = self._follower.origin
+        manifest = self._follower.manifest
+        self._owner = f"pid {manifest.get('pid', '?')} ({describe_command(manifest)})"
+        self._target: _Poster | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.ended: str | None = None  # the run's final state once it has ended
+
+    @property
+    def session_dir(self) -> Path | None:
+        return self._folder
+
+    def attach(self, target: _Poster) -> None:
+        self._target = target
+
+    def start(self) -> None:
+        if self._target is None:
+            raise RuntimeError("attach the source to an app first")
+        self._thread = threading.Thread(target=self._follow, args=(self._target,), name="gputop-attach", daemon=True)
+        self._thread.start()
+
+    def _follow(self, target: _Poster) -> None:
+        target.post_message(SourceNote("info", f"following {self._folder}: {self.origin}"))
+        last_watch = last_ended = float("-inf")
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now - last_watch >= self.WATCH_EVERY_S:
+                last_watch = now
+                with contextlib.suppress(ControlUnavailable):  # the run may have just ended: the manifest will say
+                    ask(self._folder, "watch", seconds=self.WATCH_LEASE_S)
+            snapshot = self._follower.newest()
+            if snapshot is not None:
+                target.post_message(SnapshotArrived(snapshot))
+            if now - last_ended >= self.ENDED_EVERY_S:
+                last_ended = now
+                ended = self._follower.ended()
+                if ended is not None:
+                    last = self._follower.newest()  # what it wrote while ending
+                    if last is not None:
+                        target.post_message(SnapshotArrived(last))
+                    self.ended = ended
+                    code = self._follower.manifest.get("exit_code")
+                    exit_note = f", exit code {code}" if code is not None else ""
+                    target.post_message(SourceNote("warning", f"the run has ended: {ended}{exit_note}"))
+                    return
+            self._stop.wait(self.POLL_S)
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop following (the run itself goes on: it is not this process's)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        return True
+
+    def interrupt(self, exit_code: int) -> None:
+        self._stop.set()
+
+    def abandon(self, exit_code: int) -> None:
+        return None
+
+    def _ask(self, op: str, **fields: Any) -> dict[str, Any]:
+        if self.ended is not None:
+            return {"ok": False, "reason": f"the run has ended ({self.ended})"}
+        try:
+            return ask(self._folder, op, **fields)
+        except ControlUnavailable as exc:
+            return {"ok": False, "reason": str(exc)}
+
+    def _reason(self, op: str, **fields: Any) -> str | None:
+        reply = self._ask(op, **fields)
+        return None if reply.get("ok") else str(reply.get("reason") or "refused")
+
+    def toggle_pause(self) -> str | None:
+        reply = self._ask("toggle_pause")  # refused: the app says "nothing to pause while <state>"
+        return str(reply["state"]) if reply.get("ok") else None
+
+    def request_profile(self) -> str | None:
+        return self._reason("profile")
+
+    def request_capture(self) -> str | None:
+        return self._reason("capture", calls=1)
+
+    def refusal(self, action: str = "") -> str | None:
+        if action in ("pause", "export"):  # they go to the run over its control channel
+            return None
+        return f"the run belongs to {self._owner}: {action or 'do that'} it there"
+
+    def restart(self, **changes: Any) -> None:
+        raise RuntimeError(self.refusal("reload") or "")
+
+    def runnable_devices(self) -> list[DeviceInfo]:
+        return []
+
+    def export_report(self) -> Path:
+        reply = self._ask("export")
+        if not reply.get("ok"):
+            raise RuntimeError(reply.get("reason"))
+        return Path(str(reply["path"]))
+
+    def current_report(self) -> dict[str, Any]:
+        reply = self._ask("report")
+        if not reply.get("ok"):
+            raise RuntimeError(reply.get("reason"))
+        report = reply["report"]
+        if not isinstance(report, dict):
+            raise RuntimeError("the run's report is not a JSON object")
+        return report
+
+    def read_capture(self, path: str) -> CaptureInfo:
+        # Captures are files in the followed folder: read and replayed here, the run is not asked.
+        return capture_info(Path(path), replay=True)

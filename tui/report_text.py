@@ -32,6 +32,26 @@ def human_bytes(value: int | None) -> str:
     return f"{value} B"
 
 
+def parameters_progress(load: Any, *, mode: bool = True) -> str:
+    """A parameters' load in one line (a `ParameterLoad`): under way, or its totals once done.
+
+    `4.2 GiB / 14.7 GiB (28%)  25.3 GB/s  0.4 s left  streamed` while it runs;
+    `14.7 GiB in 581.0 ms  25.4 GB/s  streamed` after. IREE's own loaders are
+    seen only when they finish, which the line says instead of a rate.
+    """
+    how = f"  {load.mode}" if mode else ""
+    rate = f"  {load.gbps:.1f} GB/s" if load.gbps else ""
+    if load.done and load.zero_copy:
+        return f"{human_bytes(load.loaded_bytes)} mapped in place (zero copy){how}"
+    if load.done:
+        return f"{human_bytes(load.loaded_bytes)} in {_seconds(load.seconds)}{rate}{how}"
+    if not load.observed:
+        return f"{human_bytes(load.total_bytes)}, {_seconds(load.seconds)} so far{how} (IREE reports only the end)"
+    share = f" ({load.loaded_bytes / load.total_bytes:.0%})" if load.total_bytes else ""
+    left = f"  {load.eta_s:.1f} s left" if load.eta_s is not None else ""
+    return f"{human_bytes(load.loaded_bytes)} / {human_bytes(load.total_bytes)}{share}{rate}{left}{how}"
+
+
 def _seconds(value: float | None) -> str:
     if value is None:
         return "-"
@@ -111,6 +131,15 @@ def run_report(report: dict[str, Any]) -> str:
     if compiled.get("vmfb"):
         how = "cache hit" if compiled.get("cache_hit") else "compiled"
         lines.append(f"module    {compiled['vmfb']} ({how})")
+    params = report.get("parameters") or {}
+    if params.get("bytes") is not None and params.get("zero_copy"):
+        lines.append(f"params    {human_bytes(params['bytes'])} mapped in place by {params.get('mode')} (zero copy)")
+    elif params.get("bytes") is not None:
+        rate = f", {params['gbps']:.2f} GB/s" if params.get("gbps") else ""
+        lines.append(
+            f"params    {human_bytes(params['bytes'])} in {_seconds(params.get('seconds'))}{rate} "
+            f"by {params.get('mode')} from {len(params.get('files') or [])} file(s)"
+        )
     if calls.get("count"):
         rate = calls.get("calls_per_s")
         lines.append(
@@ -180,13 +209,25 @@ def run_report(report: dict[str, Any]) -> str:
                 else ""
             )
         )
+        lines.extend(_limits_lines(profile))
         width = max(len(k["name"]) for k in kernels)
-        lines.append(f"  {'kernel'.ljust(width)}  {'count':>6}  {'avg us':>10}  {'min us':>10}  {'max us':>10}  share")
+        lines.append(
+            f"  {'kernel'.ljust(width)}  {'count':>6}  {'avg us':>10}  {'min us':>10}  {'max us':>10}  share"
+            f"  {'GFLOP':>9}  {'MB':>8}  {'TFLOP/s':>8}  {'GB/s':>8}  {'%peak':>6}  bound"
+        )
         for k in kernels:
             lines.append(
                 f"  {k['name'].ljust(width)}  {k['count']:>6}  {k['avg_us']:>10.1f}  {k['min_us']:>10.1f}"
                 f"  {k['max_us']:>10.1f}  {k['share'] * 100:5.1f}%"
+                f"  {_number(k.get('flops'), 1e-9, 9, '.3f')}  {_number(k.get('bytes'), 1e-6, 8, '.2f')}"
+                f"  {_number(k.get('achieved_tflops'), 1, 8, '.3f')}  {_number(k.get('achieved_gbps'), 1, 8, '.1f')}"
+                f"  {_number(_pct_of_bound(k), 1, 6, '.1f')}  {k.get('bound') or '-'}"
             )
+        breakdown = report.get("call_breakdown")
+        if breakdown:
+            lines.extend(breakdown_table(breakdown))
+        for hint in report.get("hints") or []:
+            lines.append(f"hint      {hint}")
         if profile.get("trace_path"):
             lines.append(f"trace     {profile['trace_path']} (open in Perfetto)")
     for capture in report.get("captures") or []:
@@ -204,10 +245,40 @@ def run_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+BREAKDOWN_ROWS = (
+    ("host_ms", "host", "the host working, nothing submitted pending"),
+    ("queue_ms", "queue", "queue operations submitted, not yet running or done"),
+    ("alloc_ms", "alloc", "queue-ordered allocations and frees pending"),
+    ("device_busy_ms", "device busy", "dispatches running"),
+    ("device_idle_ms", "device idle", "inside a device submission, no dispatch running"),
+    ("return_wait_ms", "return wait", "device done, host not yet back"),
+    ("unaccounted_ms", "unaccounted", "outside what the records see"),
+)
+
+
+def breakdown_table(breakdown: dict[str, Any]) -> list[str]:
+    """`gputop run --profile`'s call breakdown: each part's time per call and share, largest marked."""
+    wall = breakdown["wall_ms"] or 0.0
+    totals = breakdown["totals"]
+    largest = max((key for key, _, _ in BREAKDOWN_ROWS[:-1]), key=lambda key: totals.get(key, 0.0))
+    lines = [
+        f"breakdown {breakdown['calls']} calls, {wall:.3f} ms synced per call, kernels {breakdown['kernel_ms']:.3f} ms "
+        f"(inside device busy); from {breakdown['source']}",
+        f"          device time on the host clock: {breakdown['fit']}",
+    ]
+    for key, label, meaning in BREAKDOWN_ROWS:
+        value = totals.get(key, 0.0)
+        share = f"{100 * value / wall:5.1f}%" if wall else "    -"
+        mark = "  <- largest" if key == largest and value > 0 else ""
+        lines.append(f"  {label:<12} {value:>10.3f} ms  {share}  {meaning}{mark}")
+    return lines
+
+
 FLAG_TEXT = {
     "hidden_transfer": "HIDDEN TRANSFER: exported away from its producer",
-    "transfer": "moved to another device before use",
+    "transfer": "moved to another device (before use, or before its export)",
     "undeclared": "undeclared affinity",
+    "passthrough": "argument returned unchanged: it stays where the caller put it",
 }
 
 
@@ -217,9 +288,15 @@ def affinity_table(exports: list[dict[str, Any]], transfers: list[dict[str, Any]
     def dev(name: str | None) -> str:
         if not name:
             return "-"
+        for separator in (",", "|"):  # several readers, or producers on different paths
+            if separator in name:
+                return separator.join(dev(part) for part in name.split(separator))
         return f"{name} ({names[name]})" if name in names else name
 
-    header = ("FUNCTION", "KIND", "#", "DECLARED", "EXPORTED ON", "PRODUCED/USED ON", "BYTES MOVED", "FLAG")
+    def observed(value: int | None) -> str:
+        return "?" if value is None else str(value) if value else "-"
+
+    header = ("FUNCTION", "KIND", "#", "DECLARED", "EXPORTED ON", "PRODUCED/USED ON", "BYTES MOVED", "OBSERVED", "FLAG")
     rows = [header]
     for r in exports:
         rows.append(
@@ -231,13 +308,118 @@ def affinity_table(exports: list[dict[str, Any]], transfers: list[dict[str, Any]
                 dev(r["export_affinity"]),
                 dev(r["producer_affinity"]),
                 str(r["transfer_bytes"]) if r["transfer_bytes"] else "-",
+                observed(r.get("observed_transfer_bytes")),
                 FLAG_TEXT.get(r["flag"] or "", ""),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     for t in transfers:
+        seen = t.get("observed_bytes")
         lines.append(
             f"transfer  {t['function']}: {dev(t['source'])} -> {dev(t['target'])}, {t['bytes']} bytes ({t['op']})"
+            + ("" if seen is None else f", observed {seen} bytes")
         )
+    return "\n".join(lines)
+
+
+def _number(value: float | None, scale: float, width: int, spec: str) -> str:
+    return "-".rjust(width) if value is None else format(value * scale, spec).rjust(width)
+
+
+def _pct_of_bound(kernel: dict[str, Any]) -> float | None:
+    """A kernel's share of the roof that bounds it: the compute peak, or the bandwidth."""
+    if kernel.get("bound") == "memory":
+        return kernel.get("pct_peak_bandwidth")
+    return kernel.get("pct_peak_compute")
+
+
+def _limits_lines(profile: dict[str, Any]) -> list[str]:
+    """The pass's clocks and the device's peaks (or why they are unknown), and a clock warning."""
+    lines = []
+    clocks = profile.get("clocks")
+    if clocks:
+        start, end = clocks["start"], clocks["end"]
+        power = f", {end['power_w']:.0f} W" if end.get("power_w") is not None else ""
+        lines.append(
+            f"clocks    {clocks['gpu']}: SM {start['sm_mhz']} -> {end['sm_mhz']} MHz "
+            f"(mean {clocks['mean_sm_mhz']:.0f}, max {end.get('max_sm_mhz') or '?'}), "
+            f"memory {clocks['mean_mem_mhz']:.0f} MHz, "
+            f"{end.get('pstate') or '?'}{power}"
+        )
+        reasons = sorted(set(start.get("throttle_reasons") or ()) | set(end.get("throttle_reasons") or ()))
+        if reasons:
+            lines.append(f"          clock event reasons: {', '.join(reasons)}")
+        if clocks.get("warmup"):
+            lines.append(f"          {clocks['warmup']}")
+        if clocks.get("warning"):
+            lines.append(f"WARNING   {clocks['warning']}")
+    elif profile.get("clocks_reason"):
+        lines.append(f"clocks    none: {profile['clocks_reason']}")
+    peaks = profile.get("peaks")
+    if peaks:
+        at = ""
+        if peaks.get("sm_mhz") and peaks.get("compute_scale", 1.0) < 0.999:
+            at = f", at {peaks['sm_mhz']:.0f} MHz x{peaks['compute_scale']:.2f}"
+        f32 = f"{peaks['f32_tflops']:.3g} TFLOP/s f32" if peaks.get("f32_tflops") else "f32 peak unknown"
+        bandwidth = f"{peaks['bandwidth_gbps']:.4g} GB/s" if peaks.get("bandwidth_gbps") else "bandwidth unknown"
+        lines.append(f"peaks     {peaks['part']}: {f32}, {bandwidth}{at} ({peaks['source']})")
+    elif profile.get("peaks_reason"):
+        lines.append(f"peaks     none: {profile['peaks_reason']}")
+    if profile.get("work_source"):
+        lines.append(f"work      {profile['work_source']}")
+    return lines
+
+
+DISPATCH_COLUMNS = ("#", "dispatch", "workgroups", "buffers (binding: bytes)", "GPU µs")
+
+
+def dispatch_rows(info: dict[str, Any]) -> list[tuple[str, ...]]:
+    """One row per dispatch of a capture record (`capture-info --json`): the CLI's table and the modal's."""
+    rows: list[tuple[str, ...]] = []
+    for entry in info.get("dispatch_list") or []:
+        counts = entry.get("workgroup_count")
+        buffers = ", ".join(f"{b['binding']}: {human_bytes(b['bytes'])}" for b in entry.get("buffers") or [])
+        name = entry["name"] + (f" ({entry['debug_name']})" if entry.get("debug_name") else "")
+        duration = entry.get("gpu_duration_us")
+        rows.append(
+            (
+                str(entry["index"]),
+                name,
+                "x".join(str(c) for c in counts) if counts else "indirect",
+                buffers or "-",
+                f"{duration:.1f}" if duration is not None else "-",
+            )
+        )
+    return rows
+
+
+def replay_line(info: dict[str, Any]) -> str | None:
+    """What the replay gave, or why there was none; None when no replay was asked for."""
+    replay = info.get("replay")
+    if replay is None:
+        return None
+    if replay["ok"]:
+        return f"replayed on {replay['device']}: {replay['reason']} ({replay.get('seconds') or 0:.1f} s)"
+    return f"not replayed: {replay['reason']}"
+
+
+def capture_text(info: dict[str, Any]) -> str:
+    """`gputop capture-info FILE`: the capture, where it was made, its dispatches and the replay."""
+    lines = [f"{info['path']}: {info['api']} capture, {info['bytes']} bytes, {info['dispatches']} dispatches"]
+    if info.get("captured_on"):
+        lines.append(f"captured on  {info['captured_on']}")
+    lines.append(f"read by      {info.get('reader') or 'renderdoccmd'}")
+    if info.get("reader_note"):
+        lines.append(f"note         {info['reader_note']}")
+    rows = dispatch_rows(info)
+    if rows:
+        lines.append("")
+        lines.extend("  " + line for line in _table([DISPATCH_COLUMNS, *rows]).splitlines())
+    else:
+        lines.extend(f"  {name}" for name in info.get("dispatch_names") or [])
+    replay = replay_line(info)
+    if replay:
+        lines.append("")
+        lines.append(replay)
     return "\n".join(lines)

@@ -1,9 +1,10 @@
 """The Captures pane: RenderDoc captures of the live Vulkan work, verified and listed.
 
-Each row is a capture that another process has opened and counted
-(`renderdoccmd convert`), so a listed capture is one that will load. `o`
-opens the selected one in qrenderdoc when there is a display, and otherwise
-says the command to open it elsewhere (over SSH there usually is none).
+Each row is a capture that another process has opened and counted, so a
+listed capture is one that will load. `enter` on a row asks the app to open
+its dispatch list (read, and replayed where this machine can, in a worker);
+`o` opens the selected one in qrenderdoc when there is a display, and
+otherwise says the command to open it elsewhere (over SSH there usually is none).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.message import Message
+from textual.widgets import DataTable, Static
 
 from gputop.tui.bridge import RunSnapshot
 from gputop.tui.panes.box import BoxPane
@@ -31,6 +33,13 @@ class CapturesPane(BoxPane):
     CapturesPane DataTable { height: auto; max-height: 6; }
     CapturesPane #captures-hint { height: auto; color: $text-muted; }
     """
+
+    class Chosen(Message):
+        """`enter` on a capture: show its dispatch list."""
+
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
 
     def compose(self) -> ComposeResult:
         yield KeyedTable(COLUMNS, id="captures-table")
@@ -48,9 +57,14 @@ class CapturesPane(BoxPane):
         self.query_one("#captures-table", KeyedTable).sync(rows)
         hint = self.query_one("#captures-hint", Static)
         if rows:
-            hint.update("o opens the selected capture")
+            hint.update("enter lists the selected capture's dispatches; o opens it in qrenderdoc")
         elif snapshot.renderdoc and not snapshot.renderdoc.startswith("RenderDoc 1."):
             hint.update(f"no captures: {snapshot.renderdoc}")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.Chosen(str(event.row_key.value)))
 
     def open_selected(self, log: Callable[[str, str], None]) -> None:
         if not self._paths:

@@ -5,7 +5,8 @@ produced it (a hidden transfer) or fall back to a default device. This pane
 has one row per result with its affinity and its producer's device, marked
 where they differ. A single-device run exports everything on its one device;
 multi-device runs show the compiler's affinity analysis of every argument
-and result, with hidden transfers in red.
+and result, with hidden transfers in red, and the bytes a profiled call
+really copied beside the analysis's figure ("seen"), where a profile can see them.
 """
 
 from __future__ import annotations
@@ -20,11 +21,23 @@ from gputop.tui.panes.table import KeyedTable
 from gputop.tui.report_text import human_bytes
 
 COLUMNS = ("value", "affinity", "producer", "note", "function")
+STYLES = {"hidden_transfer": "bold red", "transfer": "yellow", "undeclared": "yellow"}
 NOTES = {
     "hidden_transfer": "! hidden transfer",
-    "transfer": "moved before use",
+    "transfer": "moved between devices",
     "undeclared": "undeclared",
+    "passthrough": "passthrough",
 }
+
+
+def device_label(names: dict[str, str], name: str | None) -> str:
+    """`device_b` -> its device id; several readers (a,b) or producers on different paths (a|b) each."""
+    if not name:
+        return "-"
+    for separator in (",", "|"):
+        if separator in name:
+            return separator.join(names.get(part, part) for part in name.split(separator))
+    return names.get(name, name)
 
 
 def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str | Text, ...]]:
@@ -37,11 +50,14 @@ def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str | Text, ...]]:
             note = NOTES.get(record.flag or "", "")
             if record.transfer_bytes:
                 note += f" {human_bytes(record.transfer_bytes)}"
-            style = "bold red" if record.flag == "hidden_transfer" else ("yellow" if record.flag else "")
+            seen = record.observed_transfer_bytes
+            if seen is not None and (seen or record.transfer_bytes):
+                note += f" (seen {human_bytes(seen)})"
+            style = STYLES.get(record.flag or "", "")
             rows[f"{record.function}/{record.kind}/{record.index}"] = (
                 f"{'arg' if record.kind == 'argument' else 'result'} {record.index}",
-                names.get(record.export_affinity or "", record.export_affinity or "-"),
-                names.get(record.producer_affinity or "", record.producer_affinity or "-"),
+                device_label(names, record.export_affinity),
+                device_label(names, record.producer_affinity),
                 Text(note.strip(), style=style),
                 record.function,
             )

@@ -12,8 +12,8 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
-from gputop.tui.bridge import BUSY_STATES, RunSnapshot
-from gputop.tui.report_text import human_bytes
+from gputop.tui.bridge import BUSY_STATES, ParameterLoad, RunSnapshot
+from gputop.tui.report_text import human_bytes, parameters_progress
 
 STATE_STYLES = {
     "idle": "dim",
@@ -39,10 +39,31 @@ def memory_bar(used: int | None, total: int | None, width: int = 20) -> Text:
     return bar
 
 
+def parameters_bar(load: ParameterLoad, width: int = 20) -> Text:
+    """`parameters [████░░░░] 4.2 GiB / 14.7 GiB (28%)  25.3 GB/s  0.4 s left`."""
+    share = load.loaded_bytes / load.total_bytes if load.total_bytes and load.observed else 0.0
+    filled = max(0, min(width, round(width * share)))
+    bar = Text("parameters [", style="bold yellow")
+    bar.append("█" * filled, style="yellow")
+    bar.append("░" * (width - filled), style="dim")
+    bar.append("] ", style="bold yellow")
+    bar.append(parameters_progress(load, mode=False))
+    bar.append("  ")
+    return bar
+
+
 class HeaderBar(Static):
     DEFAULT_CSS = """
     HeaderBar { height: 2; padding: 0 1; background: $panel; }
+    HeaderBar.attached { height: 3; }
     """
+
+    origin: str | None = None
+
+    def set_origin(self, origin: str) -> None:
+        """The run is another process's (gputop attach): a third line says whose, and since when."""
+        self.origin = origin
+        self.add_class("attached")
 
     def show(self, snapshot: RunSnapshot) -> None:
         line = Text(no_wrap=True, overflow="ellipsis")
@@ -63,10 +84,15 @@ class HeaderBar(Static):
         if snapshot.memory is not None and snapshot.memory.devices:
             first = snapshot.memory.devices[0]
             used, total = first.device_used_bytes, first.device_total_bytes
+        if snapshot.parameters is not None and not snapshot.parameters.done:
+            second.append_text(parameters_bar(snapshot.parameters))
         second.append_text(memory_bar(used, total))
         if device is not None:
             second.append(f"  {device.backend}", style="bold")
             second.append(f"  {device.driver_info or device.kind}")
         if snapshot.error:
             second.append(f"  {snapshot.error}", style="red")
-        self.update(Text("\n").join([line, second]))
+        lines = [line, second]
+        if self.origin:
+            lines.append(Text.assemble(("attached ", "bold magenta"), self.origin, no_wrap=True, overflow="ellipsis"))
+        self.update(Text("\n").join(lines))

@@ -1,20 +1,28 @@
-"""The Kernels pane: per-dispatch device times, sorted by total time.
+"""The Kernels pane: per-dispatch device times, sorted by total time, set against the device's limits.
 
 Rows come only from device timestamps (profiles), never from host clocks
 around asynchronous work; until a profile has been taken the pane says how
-to get one rather than showing guesses.
+to get one rather than showing guesses. Each row carries the rate the kernel
+achieved (from FLOPs and bytes counted in its IR) and its share of the ceiling
+that bounds it; above the table are the pass's clock and the device's peaks,
+and a warning when the clock makes the times misleading.
 """
 
 from __future__ import annotations
 
+import re
+
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from gputop.tui.bridge import KernelTiming, RunSnapshot
+from gputop.tui.bridge import KernelTiming, ProfileSummary, RunSnapshot
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import KeyedTable
 
-COLUMNS = ("kernel", "share", "avg", "count", "min", "max")
+# Efficiency first: at 120 columns the pane's table is 56 wide, and these five are what a row is for.
+NAME_WIDTH = 22
+COLUMNS = ("kernel", "avg", "FLOP/s", "%peak", "bound", "share", "B/s", "count", "min", "max")
 
 
 class KernelsPane(BoxPane):
@@ -22,20 +30,24 @@ class KernelsPane(BoxPane):
     DEFAULT_CSS = """
     KernelsPane DataTable { height: auto; max-height: 10; }
     KernelsPane #kernels-summary { height: auto; }
+    KernelsPane #kernels-warning { height: auto; color: $warning; }
     KernelsPane #kernels-hint { height: auto; color: $text-muted; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static(id="kernels-summary")
+        yield Static(id="kernels-warning")
         yield KeyedTable(COLUMNS, id="kernels-table")
         yield Static("no profile yet: press p to profile the running module", id="kernels-hint")
 
     def show(self, snapshot: RunSnapshot) -> None:
         profile = snapshot.profile
         summary = self.query_one("#kernels-summary", Static)
+        warning = self.query_one("#kernels-warning", Static)
         hint = self.query_one("#kernels-hint", Static)
         if profile is None:
             summary.display = False
+            warning.display = False
             hint.display = True
             hint.update(
                 "profiling..." if snapshot.profiling else "no profile yet: press p to profile the running module"
@@ -49,28 +61,102 @@ class KernelsPane(BoxPane):
         if profile.gap_ms is not None:
             gap = f", gap {profile.gap_ms:.3f} ms" if profile.gap_ms >= 0 else " (dispatches overlap)"
         timing = profile.kernels[0].timing if profile.kernels else ""
+        limits = limits_line(profile)
         summary.update(
             f"{profile.source}, {timing}, {profile.calls} calls\n"
-            f"kernels {profile.call_kernel_ms:.3f} ms per call{wall}{gap}"
+            f"kernels {profile.call_kernel_ms:.3f} ms per call{wall}{gap}" + (f"\n{limits}" if limits else "")
         )
+        note = clock_warning(profile)
+        warning.display = note is not None
+        warning.update(f"⚠ {note}" if note else "")
         rows = {k.name: kernel_cells(k, snapshot.function or "") for k in profile.kernels}
         self.query_one("#kernels-table", KeyedTable).sync(rows)
 
 
-def kernel_cells(kernel: KernelTiming, function: str = "") -> tuple[str, ...]:
-    # The function name (and IREE's "$async" suffix) prefixes every dispatch name; the header says it.
-    name = kernel.name
-    if function:
-        name = name.removeprefix(f"{function}$async_").removeprefix(f"{function}_")
+def limits_line(profile: ProfileSummary) -> str:
+    """The pass's clock and the device's peaks at it, in one line (or why they are unknown)."""
+    parts = []
+    clocks = profile.clocks
+    if clocks is not None:
+        end = clocks.end
+        top = f"/{end.max_sm_mhz}" if end.max_sm_mhz else ""
+        power = f" {end.power_w:.0f} W" if end.power_w is not None else ""
+        parts.append(
+            f"SM {clocks.mean_sm_mhz:.0f}{top} MHz, mem {clocks.mean_mem_mhz:.0f} MHz, {end.pstate or '?'}{power}"
+        )
+    peaks = profile.peaks
+    if peaks is not None:
+        compute = rate(peaks.f32_tflops * peaks.compute_scale * 1e12, "FLOP/s f32") if peaks.f32_tflops else "?"
+        memory = rate(peaks.bandwidth_gbps * peaks.bandwidth_scale * 1e9, "B/s") if peaks.bandwidth_gbps else "?"
+        parts.append(f"peak {compute}, {memory}")
+    elif profile.peaks_reason:
+        parts.append(profile.peaks_reason)
+    if clocks is None and profile.clocks_reason and peaks is None:
+        parts.append(profile.clocks_reason)
+    if profile.kernels and all(k.flops is None for k in profile.kernels) and profile.work_source:
+        parts.append(f"FLOPs unknown: {profile.work_source}")
+    return "; ".join(parts)
+
+
+def clock_warning(profile: ProfileSummary) -> str | None:
+    return profile.clocks.warning if profile.clocks is not None else None
+
+
+def kernel_cells(kernel: KernelTiming, function: str = "") -> tuple[str | Text, ...]:
     return (
-        name,
-        f"{kernel.share * 100:.1f}%",
+        short_name(kernel.name, function),
         us(kernel.avg_us),
+        rate(kernel.achieved_tflops * 1e12) if kernel.achieved_tflops is not None else "-",
+        percent_of_bound(kernel),
+        kernel.bound or "-",
+        f"{kernel.share * 100:.1f}%",
+        rate(kernel.achieved_gbps * 1e9) if kernel.achieved_gbps is not None else "-",
         str(kernel.count),
         us(kernel.min_us),
         us(kernel.max_us),
     )
 
 
+def short_name(name: str, function: str = "") -> str:
+    """`mlp_dispatch_0_matmul_256x1024x1024_f32` -> `0 matmul_256x1024x1024`.
+
+    The function name (and IREE's "$async" suffix) prefixes every dispatch name and the header says
+    it; "dispatch_" says nothing in a table of dispatches.
+    """
+    if function:
+        name = name.removeprefix(f"{function}$async_").removeprefix(f"{function}_")
+    head, _, rest = name.removeprefix("dispatch_").partition("_")
+    if head.isdigit() and name.startswith("dispatch_") and rest:
+        name = f"{head} {rest}"
+    name = re.sub(r"_(f|bf|i|ui)\d+$", "", name)  # the element type: the roofline's legend and JSON keep it
+    if len(name) > NAME_WIDTH:  # keep the start (number, op) and the end (type): the middle is the shape
+        keep = NAME_WIDTH - 1
+        name = name[: keep - keep // 3] + "…" + name[len(name) - keep // 3 :]
+    return name
+
+
+def percent_of_bound(kernel: KernelTiming) -> str:
+    """The kernel's share of the ceiling that bounds it: compute peak, or bandwidth."""
+    value = kernel.pct_peak_bandwidth if kernel.bound == "memory" else kernel.pct_peak_compute
+    if value is None:
+        value = kernel.pct_peak_compute if kernel.pct_peak_compute is not None else kernel.pct_peak_bandwidth
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def rate(per_second: float, unit: str = "") -> str:
+    """1.87e12 -> `1.87T` (a table cell), or with a unit `1.87 TFLOP/s`: SI steps, three digits."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")):
+        if per_second >= factor or factor == 1.0:
+            value = per_second / factor
+            digits = f"{value:.0f}" if value >= 99.95 else f"{value:.1f}" if value >= 9.995 else f"{value:.2f}"
+            return f"{digits} {prefix}{unit}" if unit else f"{digits}{prefix}"
+    return ""
+
+
 def us(value: float) -> str:
-    return f"{value:.1f} µs" if value < 10_000 else f"{value / 1e3:.2f} ms"
+    """Three digits: `9.83 µs`, `563 µs`, `12.5 ms`, `1.23 s`."""
+    if value < 999.5:
+        return f"{value:.3g} µs"
+    if value < 999_500:
+        return f"{value / 1e3:.3g} ms"
+    return f"{value / 1e6:.3g} s"

@@ -7,13 +7,15 @@ a sparkline of recent calls answer "is it steady, and is it fast?".
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
 from gputop.tui.bridge import RunSnapshot
 from gputop.tui.panes.box import BoxPane
-from gputop.tui.report_text import PHASES
+from gputop.tui.report_text import PHASES, parameters_progress
 
 
 def seconds(value: float | None) -> str:
@@ -55,7 +57,15 @@ class RunPane(BoxPane):
             table.add_row(left[0], left[1], "  " + right[0], right[1])
         if snapshot.phases.import_s is not None:  # ONNX models only
             table.add_row("import", seconds(snapshot.phases.import_s), "", "")
-        self.query_one("#run-phases", Static).update(table)
+        load = snapshot.parameters
+        if load is not None:
+            # Bytes in place, GB/s and time left while parameters load; their totals after.
+            line = Text("params ", style="dim")
+            line.append(parameters_progress(load, mode=False), style="" if load.done else "bold yellow")
+            line.append(f"  {load.mode}", style="dim")
+            self.query_one("#run-phases", Static).update(Group(table, line))
+        else:
+            self.query_one("#run-phases", Static).update(table)
         calls = snapshot.calls
         rate = f"{calls.calls_per_s:.1f}/s" if calls.calls_per_s else "-"
         text = (

@@ -1,0 +1,25 @@
+# Source this on the GPU machine, from the repository root: gputop and its runtime from the carried
+# wheels (.whl) and Vulkan loaders (.gl), NVIDIA's Vulkan ICD and OpenCL ICD, no compiler there.
+#   carry: .whl .gl .device     then:  source bench/gpu/setup.sh
+# Facts behind each line: ../shared/PLATFORM.md and the device tool's README.
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+# A warm machine keeps /tmp between calls: install once.
+[ -d /tmp/site/iree/_runtime_libs ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl $(ls .whl-cuda/*.whl 2>/dev/null) \
+  || { echo "gpu setup: wheels did not install"; return 1 2>/dev/null || exit 1; }
+# gputop itself, as the namespace package gputop.core / gputop.tui over this checkout (no build step there).
+mkdir -p /tmp/site/gputop
+ln -sfn "$PWD/core" /tmp/site/gputop/core
+ln -sfn "$PWD/tui" /tmp/site/gputop/tui
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
+  [ -f "$icd" ] && export VK_DRIVER_FILES="$icd" && break
+done
+mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
+export GPUTOP_STATE_DIR=/tmp/gputop-state GPUTOP_CACHE_DIR=/tmp/gputop-cache
+# No C compiler there: the call marks (core/call_marks.c) come built from the CPU machine.
+[ -f .device/common/call_marks.so ] && export GPUTOP_CALL_MARKS_LIB=$PWD/.device/common/call_marks.so
+gputop() { python3 -m gputop.tui "$@"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,pstate --format=csv,noheader || true
+python3 -c "import iree.runtime as rt; print('iree drivers:', rt.query_available_drivers())"

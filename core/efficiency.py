@@ -1,0 +1,89 @@
+"""Each kernel's time set against its work and the device's limits: the roofline, per profile pass.
+
+A profile pass gives times; `work.py` gives each dispatch's FLOPs and bytes
+from its IR; `peaks.py` gives the device's ceilings, scaled to the clocks
+`clocks.py` read during the pass. This joins the three by the dispatch's
+export name and fills each `KernelTiming`'s achieved rates, its share of each
+ceiling and which ceiling bounds it: a kernel whose FLOP per byte is above the
+ridge (peak FLOP/s over bandwidth) is compute bound, below it memory bound.
+What is unknown stays None, and the summary says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gputop.core.peaks import at_clock, compute_peak_tflops, peaks_for
+from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary
+from gputop.core.work import DispatchWork, ModuleWork
+
+__all__ = ["KernelEfficiency", "rate_kernel", "ridge_intensity"]
+
+
+def ridge_intensity(peak_tflops: float, bandwidth_gbps: float) -> float:
+    """FLOP per byte where the memory roof meets the compute roof."""
+    return peak_tflops * 1e12 / (bandwidth_gbps * 1e9)
+
+
+def rate_kernel(kernel: KernelTiming, work: DispatchWork | None, peaks: DevicePeaks | None, why: str) -> KernelTiming:
+    """`kernel` with its work, achieved rates, percentages of the ceilings and its bound filled in."""
+    if work is None:
+        return replace(kernel, work=why)
+    flops, size = work.flops, work.bytes
+    seconds = kernel.avg_us * 1e-6
+    intensity = flops / size if flops is not None and size else None
+    achieved_tflops = flops / seconds / 1e12 if flops is not None and seconds > 0 else None
+    achieved_gbps = size / seconds / 1e9 if size is not None and seconds > 0 else None
+    peak = bandwidth = None
+    if peaks is not None:
+        nominal = compute_peak_tflops(peaks, work.dtype, work.contraction)
+        peak = nominal * peaks.compute_scale if nominal else None
+        bandwidth = peaks.bandwidth_gbps * peaks.bandwidth_scale if peaks.bandwidth_gbps else None
+    bound = None
+    if peak and bandwidth and flops is not None and size is not None:
+        bound = "compute" if size == 0 or (intensity or 0.0) >= ridge_intensity(peak, bandwidth) else "memory"
+    return replace(
+        kernel,
+        flops=flops,
+        bytes=size,
+        bytes_read=work.bytes_read,
+        bytes_written=work.bytes_written,
+        intensity=intensity,
+        achieved_tflops=achieved_tflops,
+        achieved_gbps=achieved_gbps,
+        pct_peak_compute=100 * achieved_tflops / peak if achieved_tflops is not None and peak else None,
+        pct_peak_bandwidth=100 * achieved_gbps / bandwidth if achieved_gbps is not None and bandwidth else None,
+        bound=bound,
+        work=work.label,
+        peak_tflops=peak,
+    )
+
+
+class KernelEfficiency:
+    """Rates the kernels of one module on one device, pass after pass (the peaks are looked up once)."""
+
+    def __init__(self, device: DeviceInfo, work: ModuleWork, gpu_name: str | None = None) -> None:
+        self._work = work
+        self._peaks, self._peaks_reason = peaks_for(device.kind, [gpu_name or "", device.name])
+
+    @property
+    def work(self) -> ModuleWork:
+        return self._work
+
+    def annotate(self, summary: ProfileSummary, clocks: PassClocks | None, clocks_reason: str | None) -> ProfileSummary:
+        """`summary` with every kernel rated and the pass's clocks, peaks and work source beside them."""
+        peaks = self._peaks
+        if peaks is not None and clocks is not None:
+            max_mem = clocks.start.max_mem_mhz or clocks.end.max_mem_mhz
+            peaks = at_clock(peaks, clocks.mean_sm_mhz, clocks.mean_mem_mhz, max_mem)
+        why = self._work.reason or "not among the module's executable sources"
+        kernels = tuple(rate_kernel(k, self._work.lookup(k.name), peaks, why) for k in summary.kernels)
+        return replace(
+            summary,
+            kernels=kernels,
+            clocks=clocks,
+            clocks_reason=None if clocks is not None else clocks_reason,
+            peaks=peaks,
+            peaks_reason=self._peaks_reason,
+            work_source=self._work.reason or self._work.source,
+        )

@@ -1,0 +1,505 @@
+"""Parameters streamed onto the device by gputop: many reads in flight through pinned staging buffers.
+
+IREE 3.13's own loaders move a large model well below the bus's speed, for
+reasons fixed in its C code (read in its source, `runtime/src/iree/hal/utils/
+file_transfer.c`, `io/parameter_index_provider.c`, `hal/drivers/vulkan/queue.h`):
+a file is streamed through one 64 MiB staging chunk at a time, each copy
+waited for before the next read (`IREE_HAL_TRANSFER_WORKER_LIMIT` is 1, a
+compile-time constant); a mapped archive is first registered whole with the
+driver (`cuMemHostRegister` of every page on CUDA); Vulkan stages through
+sixteen 1 MiB slots. And the Python bindings hold the GIL for all of
+`VmContext` creation, so while IREE loads, nothing else in the process (the
+TUI, the memory sampler, a progress line) runs at all.
+
+This module replaces IREE's `io_parameters` VM module with one written in
+Python that implements the same imports (`load`, `gather`) from the same
+archives. Its `load` allocates each parameter's device buffer, then several
+threads each read the next chunk of the file with `preadv` straight into one
+of their pinned staging buffers (host-local, device-visible memory from the
+device's own allocator) and queue a copy of it to the parameter's buffer,
+so disk or page-cache reads, and copies over the bus, overlap. The reads and
+waits release the GIL, so the process stays live and every finished chunk is
+counted: progress is exact, not estimated. When the copies are done it
+signals the program's fence and returns, as IREE's provider would.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import queue
+import struct
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from gputop.core.param_archive import ParameterEntry
+from gputop.core.placement import human_bytes
+
+__all__ = ["ParameterStream", "StreamOptions", "StreamRequest"]
+
+Progress = Callable[[int, int], None]  # (bytes in place, bytes requested)
+_KEY_ENTRY = struct.Struct("<II")  # iree_io_parameters_string_entry_t: offset, length
+_SPAN_ENTRY = struct.Struct("<QQQ")  # iree_io_parameters_span_entry_t: parameter offset, buffer offset, length
+_MIN_CHUNK = 2**20
+_CHUNK_ALIGNMENT = 64 * 2**10
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """How many reads are in flight and how large each is."""
+
+    workers: int = 8
+    chunk_bytes: int = 16 * 2**20  # 8 workers x 2 slots: 256 MiB of pinned staging at most
+    slots_per_worker: int = 2  # a worker reads into one while the other's copy is on the bus
+    # Cached staging: without HOST_CACHED, IREE's CUDA allocator makes write-combined pinned memory,
+    # which the kernel's page-cache copy (preadv) fills far more slowly than ordinary memory.
+    cached_staging: bool = True
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """One parameter range the program asked for, and where it goes."""
+
+    key: str
+    entry: ParameterEntry
+    parameter_offset: int
+    buffer_offset: int
+    length: int
+
+
+@dataclass
+class _Chunk:
+    fd: int
+    file_offset: int
+    request: int  # index of the request (and of its target buffer)
+    target_offset: int
+    length: int
+
+
+@dataclass
+class _Slot:
+    """A pinned staging buffer with its own timeline: copies out of one slot never overtake each other."""
+
+    buffer: Any
+    mapping: Any  # keeps the mapping (and so `view`) alive
+    view: np.ndarray
+    semaphore: Any
+    value: int = 0
+    pending_bytes: int = 0
+
+
+@dataclass
+class _Totals:
+    requested: int = 0
+    done: int = 0
+    seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class ParameterStream:
+    """A Python `io_parameters` module for one device, serving the parameters of `entries`."""
+
+    def __init__(
+        self,
+        device: Any,
+        entries: Sequence[ParameterEntry],
+        *,
+        scope: str = "model",
+        options: StreamOptions | None = None,
+        on_progress: Progress | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        import iree.runtime as rt
+
+        self._rt = rt
+        self._device = device
+        self._scope = scope
+        self._options = options or StreamOptions()
+        self._on_progress = on_progress
+        self._should_stop = should_stop or (lambda: False)
+        self._entries: dict[str, ParameterEntry] = {}
+        for entry in entries:
+            self._entries.setdefault(entry.key, entry)  # the first archive that has a key wins, as in IREE
+        self._totals = _Totals()
+        self._submit_lock = threading.Lock()
+
+    # -- what the run reads -------------------------------------------------------------------------------
+    @property
+    def bytes_loaded(self) -> int:
+        with self._totals.lock:
+            return self._totals.done
+
+    @property
+    def bytes_requested(self) -> int:
+        with self._totals.lock:
+            return self._totals.requested
+
+    @property
+    def seconds(self) -> float:
+        """Time spent in loads, from the first request to the last copy landed."""
+        with self._totals.lock:
+            return self._totals.seconds
+
+    def module(self, instance: Any) -> Any:
+        """The VM module to register in place of `create_io_parameters_module`'s."""
+        rt = self._rt
+        stream = self
+
+        class Exports:
+            def __init__(self, _iface: Any) -> None:
+                pass
+
+            def load(self, *args: Any) -> Any:
+                return stream._load(*args)
+
+            def gather(self, *args: Any) -> None:
+                stream._gather(*args)
+
+            def scatter(self, *_args: Any) -> None:
+                raise RuntimeError(
+                    "UNIMPLEMENTED; gputop's streamed parameters do not write parameters back "
+                    "(io_parameters.scatter): run with --params-mode mmap"
+                )
+
+        iface = rt.PyModuleInterface("io_parameters", Exports)
+        # Calling conventions of IREE's runtime/src/iree/modules/io/parameters/exports.inl.
+        iface.export("gather", "0rIrrrrrrr_v", Exports.gather)
+        iface.export("load", "0rIrrrIiirrr_r", Exports.load)
+        iface.export("scatter", "0rIrrrrrrr_v", Exports.scatter)
+        return iface.create()
+
+    def load_entries(self, entries: Sequence[ParameterEntry], memory_type: int, buffer_usage: int) -> list[Any]:
+        """Whole parameters onto the device outside any program (benchmarks, tests): one buffer each."""
+        started = time.perf_counter()
+        try:
+            requests = [StreamRequest(e.key, e, 0, 0, e.length) for e in entries]
+            targets = _Targets([partial(self.allocate, memory_type, buffer_usage, r) for r in requests])
+            self.transfer(requests, targets, [0] * len(requests))
+            return targets.all()
+        finally:
+            self._add_seconds(time.perf_counter() - started)
+
+    # -- the VM imports -----------------------------------------------------------------------------------
+    def _load(
+        self,
+        _device_ref: Any,
+        _queue_affinity: int,
+        wait_ref: Any,
+        signal_ref: Any,
+        scope_ref: Any,
+        _target_affinity: int,
+        memory_types: int,
+        buffer_usage: int,
+        key_table_ref: Any,
+        key_data_ref: Any,
+        spans_ref: Any,
+    ) -> Any:
+        rt = self._rt
+        started = time.perf_counter()
+        signal = signal_ref.deref(rt.HalFence)
+        try:
+            requests = self._requests(scope_ref, key_table_ref, key_data_ref, spans_ref)
+            targets = _Targets([partial(self.allocate, memory_types, buffer_usage, r) for r in requests])
+            self._wait(wait_ref)
+            self.transfer(requests, targets, [0] * len(requests))
+            buffers = targets.all()
+        except Exception as exc:
+            signal.fail(str(exc))
+            raise
+        finally:
+            self._add_seconds(time.perf_counter() - started)
+        signal.signal()
+        result = rt.VmVariantList(len(buffers))
+        for buffer in buffers:
+            result.push_ref(buffer.ref)
+        return result.ref
+
+    def _gather(
+        self,
+        _device_ref: Any,
+        _queue_affinity: int,
+        wait_ref: Any,
+        signal_ref: Any,
+        scope_ref: Any,
+        target_ref: Any,
+        key_table_ref: Any,
+        key_data_ref: Any,
+        spans_ref: Any,
+    ) -> None:
+        rt = self._rt
+        started = time.perf_counter()
+        signal = signal_ref.deref(rt.HalFence)
+        try:
+            target = target_ref.deref(rt.HalBuffer)
+            requests = self._requests(scope_ref, key_table_ref, key_data_ref, spans_ref)
+            self._wait(wait_ref)
+            self.transfer(requests, _Targets([lambda: target] * len(requests)), [r.buffer_offset for r in requests])
+        except Exception as exc:
+            signal.fail(str(exc))
+            raise
+        finally:
+            self._add_seconds(time.perf_counter() - started)
+        signal.signal()
+
+    def _requests(self, scope_ref: Any, key_table_ref: Any, key_data_ref: Any, spans_ref: Any) -> list[StreamRequest]:
+        rt = self._rt
+        scope = bytes(memoryview(scope_ref.deref(rt.VmBuffer))).decode() if scope_ref is not None else ""
+        if scope != self._scope:
+            raise RuntimeError(f"NOT_FOUND; no parameter provider registered for scope '{scope}'")
+        table = bytes(memoryview(key_table_ref.deref(rt.VmBuffer)))
+        names = bytes(memoryview(key_data_ref.deref(rt.VmBuffer)))
+        spans = bytes(memoryview(spans_ref.deref(rt.VmBuffer)))
+        requests = []
+        for i in range(len(spans) // _SPAN_ENTRY.size):
+            start, size = _KEY_ENTRY.unpack_from(table, i * _KEY_ENTRY.size)
+            key = names[start : start + size].decode()
+            parameter_offset, buffer_offset, length = _SPAN_ENTRY.unpack_from(spans, i * _SPAN_ENTRY.size)
+            entry = self._entries.get(key)
+            if entry is None:
+                raise RuntimeError(f"NOT_FOUND; no parameter found in index with key '{key}'")
+            if parameter_offset + length > entry.length:
+                raise RuntimeError(
+                    f"OUT_OF_RANGE; parameter `{key}` range out of bounds (offset={parameter_offset}, "
+                    f"length={length}, size={entry.length})"
+                )
+            requests.append(StreamRequest(key, entry, parameter_offset, buffer_offset, length))
+        return requests
+
+    def _wait(self, wait_ref: Any) -> None:
+        fence = wait_ref.deref(self._rt.HalFence, True) if wait_ref is not None else None
+        if fence is not None:
+            fence.wait()
+
+    # -- moving the bytes ---------------------------------------------------------------------------------
+    def allocate(self, memory_types: int, buffer_usage: int, request: StreamRequest) -> Any:
+        """The device buffer of one parameter, as the program asked for it (plus the copies' target usage)."""
+        rt = self._rt
+        try:
+            return self._device.allocator.allocate_buffer(
+                memory_type=memory_types,
+                allowed_usage=buffer_usage | int(rt.BufferUsage.TRANSFER_TARGET),
+                allocation_size=request.length,
+            )
+        except Exception as exc:
+            from gputop.core.devices import first_line
+
+            raise RuntimeError(
+                f"RESOURCE_EXHAUSTED; cannot allocate parameter '{request.key}' ({human_bytes(request.length)}) "
+                f"on the device: {first_line(str(exc))}"
+            ) from None
+
+    def chunk_bytes_for(self, total: int) -> int:
+        """Chunks as large as the options allow, but staging never more than a quarter of what it loads."""
+        options = self._options
+        slots = max(1, options.workers) * max(1, options.slots_per_worker)
+        share = max(total // 4, 1) // slots
+        return max(_MIN_CHUNK, min(options.chunk_bytes, share // _CHUNK_ALIGNMENT * _CHUNK_ALIGNMENT))
+
+    def transfer(self, requests: list[StreamRequest], targets: _Targets, bases: list[int]) -> None:
+        """Fill each target range from its parameter: splats by a fill, file bytes by the workers."""
+        total = sum(r.length for r in requests)
+        with self._totals.lock:
+            self._totals.requested += total
+        chunk_bytes = self.chunk_bytes_for(total)
+        fds: dict[str, int] = {}
+        try:
+            chunks: list[_Chunk] = []
+            splats = []
+            for index, (request, base) in enumerate(zip(requests, bases, strict=True)):
+                entry = request.entry
+                if entry.splat is not None:
+                    splats.append((request, index, base))
+                    continue
+                if entry.external or entry.offset is None:
+                    raise RuntimeError(
+                        f"UNIMPLEMENTED; parameter '{request.key}' lives in another file than {entry.path.name}: "
+                        "run with --params-mode mmap"
+                    )
+                path = str(entry.path)
+                if path not in fds:
+                    fds[path] = os.open(path, os.O_RDONLY)
+                offset = entry.offset + request.parameter_offset
+                for start in range(0, request.length, chunk_bytes):
+                    length = min(chunk_bytes, request.length - start)
+                    chunks.append(_Chunk(fds[path], offset + start, index, base + start, length))
+            chunks.sort(key=lambda c: (c.fd, c.file_offset))  # file order: the kernel's readahead helps
+            self._fill_splats(splats, targets)
+            self._run_workers(chunks, targets, min(chunk_bytes, max((c.length for c in chunks), default=0)))
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+
+    def _fill_splats(self, splats: list[tuple[StreamRequest, int, int]], targets: _Targets) -> None:
+        if not splats:
+            return
+        rt = self._rt
+        command_buffer = rt.HalCommandBuffer(self._device, 0, True)
+        for request, index, base in splats:
+            assert request.entry.splat is not None
+            command_buffer.fill(targets.get(index), request.entry.splat, base, request.length)
+        command_buffer.end()
+        semaphore = self._device.create_semaphore(0)
+        with self._submit_lock:
+            self._device.queue_execute(command_buffer, [], [(semaphore, 1)])
+        semaphore.wait(1)
+        self._count(sum(r.length for r, _, _ in splats))
+
+    def _run_workers(self, chunks: list[_Chunk], targets: _Targets, slot_bytes: int) -> None:
+        """Readers fill pinned slots from the file; this thread queues each slot's copy and recycles the slot.
+
+        Every call into IREE (allocations, command buffers, queue submissions) stays on this, the
+        loading thread: IREE's CUDA driver allocates on the calling thread's CUDA context, and a
+        reader thread has none (`CUDA_ERROR_INVALID_CONTEXT`, seen on the H200). The readers only
+        read, with the GIL released, so reads and copies still overlap.
+        """
+        if not chunks:
+            return
+        targets.all()  # every device buffer made here, before the readers start
+        count = max(1, min(self._options.workers, len(chunks)))
+        slots = [self._staging(slot_bytes) for _ in range(count * max(1, self._options.slots_per_worker))]
+        free: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
+        for slot in slots:
+            free.put(slot)
+        filled: queue.SimpleQueue[tuple[_Slot, _Chunk] | BaseException] = queue.SimpleQueue()
+        cursor = [0]
+        cursor_lock = threading.Lock()
+        stopping = threading.Event()
+
+        def next_chunk() -> _Chunk | None:
+            with cursor_lock:
+                if stopping.is_set() or cursor[0] >= len(chunks):
+                    return None
+                cursor[0] += 1
+                return chunks[cursor[0] - 1]
+
+        def read() -> None:
+            try:
+                while (chunk := next_chunk()) is not None:
+                    slot = free.get()
+                    if stopping.is_set():
+                        return
+                    _read_fully(chunk.fd, slot.view[: chunk.length], chunk.file_offset)
+                    filled.put((slot, chunk))
+            except BaseException as exc:  # handed to the loading thread, which raises it
+                filled.put(exc)
+
+        readers = [threading.Thread(target=read, name=f"gputop-params-{i}", daemon=True) for i in range(count)]
+        for reader in readers:
+            reader.start()
+        in_flight: collections.deque[_Slot] = collections.deque()
+        try:
+            for _ in range(len(chunks)):
+                item: tuple[_Slot, _Chunk] | BaseException | None = None
+                while item is None:
+                    if self._should_stop():
+                        raise RuntimeError("CANCELLED; the parameter load was stopped")
+                    while in_flight and self._landed(in_flight[0]):  # slots back to the readers as soon as free
+                        free.put(self._settled(in_flight.popleft()))
+                    try:
+                        item = filled.get_nowait()
+                    except queue.Empty:
+                        if in_flight:
+                            # Nothing read yet: the readers are reading or waiting for a slot, and the oldest
+                            # copy is the next to land (no timed poll: a sleep here capped the rate at ~5 GB/s).
+                            free.put(self._settled(in_flight.popleft()))
+                        else:
+                            with contextlib.suppress(queue.Empty):
+                                item = filled.get(timeout=0.1)
+                if isinstance(item, BaseException):
+                    raise item
+                slot, chunk = item
+                self._submit_copy(slot, targets.get(chunk.request), chunk)
+                in_flight.append(slot)
+        finally:
+            stopping.set()
+            for slot in slots:
+                free.put(slot)  # wakes readers waiting for a slot, so they see the stop
+            for reader in readers:
+                reader.join()  # waits with the GIL released: the TUI and the sampler run meanwhile
+            while in_flight:
+                self._settled(in_flight.popleft())
+
+    def _submit_copy(self, slot: _Slot, target: Any, chunk: _Chunk) -> None:
+        rt = self._rt
+        command_buffer = rt.HalCommandBuffer(self._device, 0, True)
+        command_buffer.copy(slot.buffer, target, 0, chunk.target_offset, chunk.length, end=True)
+        with self._submit_lock:
+            self._device.queue_execute(command_buffer, [], [(slot.semaphore, slot.value + 1)])
+        slot.value += 1
+        slot.pending_bytes = chunk.length
+
+    def _settled(self, slot: _Slot) -> _Slot:
+        self._settle(slot)
+        return slot
+
+    def _staging(self, size: int) -> _Slot:
+        """One pinned slot: host-local, device-visible (and cached) memory from the device's allocator, mapped."""
+        rt = self._rt
+        memory_type = int(rt.MemoryType.HOST_LOCAL) | int(rt.MemoryType.DEVICE_VISIBLE)
+        if self._options.cached_staging:
+            memory_type |= int(rt.MemoryType.HOST_CACHED)
+        buffer = self._device.allocator.allocate_buffer(
+            memory_type=memory_type,
+            allowed_usage=int(rt.BufferUsage.TRANSFER_SOURCE | rt.BufferUsage.MAPPING_SCOPED),
+            allocation_size=size,
+        )
+        mapping = buffer.map()
+        return _Slot(buffer, mapping, mapping.asarray([size], np.dtype(np.uint8)), self._device.create_semaphore(0))
+
+    @staticmethod
+    def _landed(slot: _Slot) -> bool:
+        """Whether the slot's last copy has landed (asks the semaphore; never waits)."""
+        return not slot.pending_bytes or int(slot.semaphore.query()) >= slot.value
+
+    def _settle(self, slot: _Slot) -> None:
+        """Wait until the slot's last copy has landed, and count its bytes as loaded."""
+        if slot.pending_bytes:
+            slot.semaphore.wait(slot.value)
+            self._count(slot.pending_bytes)
+            slot.pending_bytes = 0
+
+    def _count(self, nbytes: int) -> None:
+        with self._totals.lock:
+            self._totals.done += nbytes
+            done, requested = self._totals.done, self._totals.requested
+        if self._on_progress is not None:
+            self._on_progress(done, requested)
+
+    def _add_seconds(self, seconds: float) -> None:
+        with self._totals.lock:
+            self._totals.seconds += seconds
+
+
+class _Targets:
+    """The device buffers a load fills (made by the loading thread before the readers start)."""
+
+    def __init__(self, makers: list[Callable[[], Any]]) -> None:
+        self._makers = makers
+        self._buffers: list[Any] = [None] * len(makers)
+        self._locks = [threading.Lock() for _ in makers]
+
+    def get(self, index: int) -> Any:
+        with self._locks[index]:
+            if self._buffers[index] is None:
+                self._buffers[index] = self._makers[index]()
+            return self._buffers[index]
+
+    def all(self) -> list[Any]:
+        return [self.get(i) for i in range(len(self._makers))]
+
+
+def _read_fully(fd: int, view: np.ndarray, offset: int) -> None:
+    """`preadv` until `view` is full (reads may come back short), releasing the GIL while it reads."""
+    memory = memoryview(view.data).cast("B")
+    while memory:
+        got = os.preadv(fd, [memory], offset)
+        if got <= 0:
+            raise RuntimeError(f"DATA_LOSS; the parameter file ended at byte {offset} before its index said")
+        memory, offset = memory[got:], offset + got

@@ -1,0 +1,141 @@
+"""RenderDoc for one run: loaded before Vulkan, captures of live calls, verified in another process.
+
+RenderDoc has to be in the process before the first Vulkan instance, some
+devices cannot be captured at all (lavapipe, below IREE's Vulkan baseline
+under RenderDoc), and a capture is only listed once another process has read
+it back. `RenderDocHook` keeps those rules out of the flows: it is prepared
+before any device is opened and captures whatever calls a flow hands it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from gputop.core.captures import CaptureVerifier
+from gputop.core.devices import vulkan_driver_created
+from gputop.core.errors import DeviceUnavailableError, GputopError
+from gputop.core.renderdoc import RenderDoc, load_renderdoc, probe_vulkan
+from gputop.core.run.flow import RunContext
+
+__all__ = ["RenderDocHook"]
+
+
+class RenderDocHook:
+    """RenderDoc as one run sees it: ready to capture, or the one-line reason why not."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self._ctx = ctx
+        self._renderdoc: RenderDoc | None = None
+        self._verifier: CaptureVerifier | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._renderdoc is not None
+
+    def prepare(self) -> None:
+        """Load RenderDoc before the first Vulkan instance, if this run is on Vulkan (`--renderdoc`)."""
+        ctx = self._ctx
+        mode = ctx.config.renderdoc
+        specs = list(ctx.config.devices) or [ctx.config.device or ""]
+        vulkan = [s for s in specs if s.startswith("vulkan")]
+        if mode == "off" or not vulkan:
+            status = "RenderDoc is off (--renderdoc off)" if mode == "off" else "RenderDoc captures Vulkan work"
+            ctx.state.set_renderdoc(status if mode == "off" else f"{status}; this run is not on Vulkan")
+            return
+        if vulkan_driver_created():
+            status = "RenderDoc was loaded too late: a Vulkan instance already exists in this process"
+            ctx.state.set_renderdoc(status)
+            if mode == "on":
+                raise DeviceUnavailableError(status)
+            ctx.state.event("warning", f"capture: {status}")
+            return
+        try:
+            index = int(vulkan[0].split(":")[1]) if ":" in vulkan[0] else 0
+            ok, reason = probe_vulkan(index)
+            if not ok:
+                raise DeviceUnavailableError(f"RenderDoc cannot capture here: {reason}")
+            self._verifier = CaptureVerifier()  # before RenderDoc: it must stay a plain process
+            rd = load_renderdoc()
+        except GputopError as exc:
+            ctx.state.set_renderdoc(exc.message)
+            if mode == "on":
+                raise
+            if not exc.message.endswith("does not exist"):  # no device at all: the run says so next
+                ctx.state.event("info", f"RenderDoc: no captures in this run ({exc.message})")
+            return
+        folder = ctx.session_dir / "captures"
+        folder.mkdir(exist_ok=True)
+        rd.set_capture_path_template(folder / "gputop")
+        self._renderdoc = rd
+        major, minor, patch = rd.version
+        how = "attached to the RenderDoc in this process" if rd.attached else f"loaded {rd.library}"
+        status = f"RenderDoc {major}.{minor}.{patch} ready ({how})"
+        ctx.state.set_renderdoc(status)
+        ctx.state.event("info", status)
+
+    def capture(self, call_once: Callable[[], float], calls: int) -> int:
+        """Capture `calls` calls (each made by `call_once`, which returns its synced seconds); returns calls made."""
+        ctx = self._ctx
+        rd = self._renderdoc
+        if rd is None:
+            ctx.state.event("warning", f"capture: {ctx.state.renderdoc or 'RenderDoc is not loaded'}")
+            return 0
+        device = ctx.state.devices[0]
+        before = len(rd.captures())
+        rd.start()
+        if not rd.is_capturing():
+            ctx.state.event("warning", "capture: RenderDoc did not start capturing (is its Vulkan layer enabled?)")
+            return 0
+        made = 0
+        ctx.state.event("info", f"capturing {calls} call(s) on {device.id} with RenderDoc...")
+        try:
+            for _ in range(calls):
+                if ctx.controls.stopping:
+                    break  # Ctrl-C mid-capture: end the capture here, keep and verify what it holds
+                ctx.state.add_call(call_once())
+                made += 1
+        finally:
+            rd.end()
+        paths = rd.captures()
+        if len(paths) <= before:
+            ctx.state.event("warning", "capture: RenderDoc wrote no capture")
+            return made
+        path = paths[-1]
+        count = ctx.state.call_count()
+        rd.set_comments(
+            path,
+            f"gputop: {ctx.config.target} {ctx.state.function}() on {device.id} ({device.name}), "
+            f"calls {count - made + 1}-{count}",
+        )
+        try:
+            if self._verifier is None:
+                raise GputopError("no capture verifier")
+            info = self._verifier.verify(Path(path))
+        except GputopError as exc:
+            ctx.state.event("warning", f"capture written but not verified: {exc}", exc.log_path)
+            return made
+        # The dispatch list stays out of the run's snapshots (each one is recorded, and a large
+        # model's list is kilobytes): `capture-info` and the Captures pane read it from the file.
+        info = replace(info, calls=made, dispatch_list=(), actions=())
+        ctx.state.add_capture(info)
+        ctx.state.event("info", f"captured {made} call(s): {path} ({info.bytes} bytes, {info.dispatches} dispatches)")
+        return made
+
+    def close(self) -> None:
+        if self._verifier is not None:
+            self._verifier.close()
+            self._verifier = None
+
+
+def timed(call: Callable[[], object]) -> Callable[[], float]:
+    """`call` made into one that returns its synced wall time in seconds."""
+
+    def run() -> float:
+        started = time.perf_counter()
+        call()
+        return time.perf_counter() - started
+
+    return run

@@ -1,0 +1,220 @@
+"""The in-process IREE flow: load, parameters, context, inputs, calls, profile passes and captures.
+
+Single-device modules, and multi-device modules on local devices, run through
+IREE's Python runtime in this process (`IreeModuleRun`). This flow times each
+phase, samples memory while it runs, checks the first call's outputs against
+their reference, and hands profile passes and RenderDoc captures the same
+runner the steady calls use.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gputop.core import demos
+from gputop.core.check import compare_outputs, load_reference
+from gputop.core.errors import Interrupted
+from gputop.core.inputs import make_inputs, tool_input_args
+from gputop.core.iree_runner import IreeModuleRun, parameter_mode_for
+from gputop.core.memory import MemorySampler
+from gputop.core.onnx_import import graph_signature
+from gputop.core.placement import check_placement, device_room, human_bytes
+from gputop.core.run.capture import RenderDocHook, timed
+from gputop.core.run.config import TargetKind
+from gputop.core.run.flow import RunContext, end_sampling, timed_teardown
+from gputop.core.run.prepare import PreparedModule
+from gputop.core.run.profiling import ProfilePasses
+from gputop.core.run.transfers import observe_exports
+from gputop.core.signature import FunctionSignature
+from gputop.core.snapshot import OutputCheck
+
+__all__ = ["IreeFlow", "check_outputs", "save_inputs"]
+
+
+def check_outputs(
+    ctx: RunContext, outputs: list[np.ndarray], inputs: list[np.ndarray], demo: demos.Demo | None
+) -> OutputCheck | None:
+    """Compare with --check files, else with the demo's own reference (random inputs only)."""
+    config = ctx.config
+    if config.checks:
+        expected = [load_reference(path) for path in config.checks]
+        names = ", ".join(path.name for path in config.checks)
+        return compare_outputs(outputs, expected, rtol=config.rtol, atol=config.atol, reference=names)
+    if demo is not None and config.check and not config.inputs:
+        return compare_outputs(
+            outputs,
+            demo.reference(inputs),
+            rtol=demo.rtol,
+            atol=demo.atol,
+            reference=f"the NumPy reference of {demo.target}",
+        )
+    return None
+
+
+def save_inputs(ctx: RunContext, signature: FunctionSignature) -> list[str]:
+    """The run's inputs as `--input=` arguments for IREE's shipped tools: tensors as .npy files, scalars as values."""
+    return tool_input_args(signature, ctx.state.outcome.inputs, ctx.session_dir / "inputs")
+
+
+class IreeFlow:
+    """One IREE module on its devices, in this process."""
+
+    kind = "iree"
+
+    def __init__(self, ctx: RunContext, module: PreparedModule, renderdoc: RenderDocHook) -> None:
+        self._ctx = ctx
+        self._module = module
+        self._renderdoc = renderdoc
+        self._runner: IreeModuleRun | None = None
+        self._sampler: MemorySampler | None = None
+        self._passes = ProfilePasses(ctx, module.devices, module.vmfb)
+        self._input_args: list[str] | None = None
+        self._fallback_said: str | None = None
+
+    @property
+    def runner(self) -> IreeModuleRun:
+        if self._runner is None:
+            raise RuntimeError("the module is not loaded")
+        return self._runner
+
+    def parameter_files(self) -> list[Path]:
+        """--params files, plus the archive an ONNX import moved the model's weights to."""
+        extra = [self._module.imported_parameters] if self._module.imported_parameters else []
+        return [*self._ctx.config.params, *extra]
+
+    def open(self) -> None:
+        ctx, module = self._ctx, self._module
+        state = ctx.state
+        demo = module.demo
+        state.set_state("loading")
+        started = time.perf_counter()
+        runner = self._runner = IreeModuleRun(module.devices)
+        runner.open_devices()
+        runner.load_module(module.vmfb)
+        state.phase(load_s=time.perf_counter() - started)
+
+        self._sampler = MemorySampler(
+            module.devices, runner.pool_statistics, state.on_memory, ctx.config.sample_interval_s
+        )
+        self._sampler.start()
+
+        parameters_started = time.perf_counter()
+        files = self.parameter_files()
+        if files:
+            self._prepare_parameters(files)
+        parameters_s = time.perf_counter() - parameters_started
+        state.phase(parameters_s=parameters_s)
+
+        started = time.perf_counter()
+        signature = runner.create_context(ctx.config.function or (demo.function if demo else None))
+        context_s = time.perf_counter() - started
+        state.phase(context_s=context_s)
+        if files:
+            self._parameters_loaded(parameters_s, context_s)
+        state.set_function(signature.name, tuple(str(t) for t in signature.outputs))
+
+        target = ctx.config.target_info
+        if target.kind is TargetKind.ONNX and not signature.declared and not ctx.config.inputs:
+            # Imported models carry no declaration: their graph says what they take.
+            assert target.path is not None
+            signature = graph_signature(target.path, signature.name)
+            state.set_result_types(tuple(str(t) for t in signature.outputs))
+        inputs = make_inputs(signature, list(ctx.config.inputs), ctx.config.seed)
+        state.set_tensors(inputs=inputs)
+        runner.upload(inputs)
+        if ctx.controls.stopping:
+            raise Interrupted("stopped")
+
+        started = time.perf_counter()
+        results = runner.call()
+        outputs = runner.read_back(results)
+        del results  # device arrays must not outlive the runner's teardown
+        state.phase(first_call_s=time.perf_counter() - started)
+        state.set_tensors(outputs=outputs)
+        state.record_check(check_outputs(ctx, outputs, inputs, demo))
+        observe_exports(ctx, module, signature)  # multi-device: the bytes one profiled call really moved
+
+    def _prepare_parameters(self, files: list[Path]) -> None:
+        """Read the archives' indexes, refuse what cannot be placed, and set up the chosen loader."""
+        ctx, runner, state = self._ctx, self.runner, self._ctx.state
+        started = time.monotonic()
+        entries = runner.read_parameters(files)
+        device = self._module.devices[0]
+        mode = ctx.config.params_mode if ctx.config.params_mode != "auto" else parameter_mode_for(device)
+        for warning in check_placement(entries, device, device_room(device, mode)):
+            state.event("warning", warning)
+        runner.load_parameters(
+            files,
+            mode=ctx.config.params_mode,
+            on_progress=lambda done, _requested: state.on_parameter_progress(done),
+            should_stop=lambda: ctx.controls.stopping,
+        )
+        self._say_fallback()
+        state.set_parameters(files, runner.parameter_mode)
+        total = sum(e.length for e in entries)
+        assert runner.parameter_mode is not None
+        state.begin_parameters(
+            runner.parameter_mode, total, len(files), observed=runner.parameter_stream is not None, started=started
+        )
+
+    def _parameters_loaded(self, parameters_s: float, context_s: float) -> None:
+        """The load's totals: exact from the streamed loader; for IREE's, context creation holds the load."""
+        runner, state = self.runner, self._ctx.state
+        stream = runner.parameter_stream
+        self._say_fallback()  # the streamed loader may have given way while the context was made
+        if stream is not None:
+            loaded, seconds = stream.bytes_loaded, parameters_s + stream.seconds
+        else:
+            loaded, seconds = sum(e.length for e in runner.parameter_entries), parameters_s + context_s
+        mode = runner.parameter_mode
+        if mode == "mmap" and self._module.devices[0].backend.startswith("local"):
+            state.end_parameters(loaded, seconds, mode=mode, zero_copy=True)
+            state.event("info", f"parameters mapped in place by mmap (zero copy): {human_bytes(loaded)}")
+            return
+        state.end_parameters(loaded, seconds, mode=mode)
+        rate = f", {loaded / seconds / 1e9:.1f} GB/s" if seconds > 0 and loaded else ""
+        state.event("info", f"parameters loaded by {mode}: {human_bytes(loaded)} in {seconds:.2f} s{rate}")
+
+    def _say_fallback(self) -> None:
+        fallback = self.runner.parameter_fallback
+        if fallback and fallback != self._fallback_said:
+            self._fallback_said = fallback
+            self._ctx.state.event("warning", fallback)
+
+    def calls(self, limit: int) -> int:
+        started = time.perf_counter()
+        self.runner.steady_call()
+        self._ctx.state.add_call(time.perf_counter() - started)
+        return 1
+
+    def profile(self, calls: int) -> None:
+        runner = self.runner
+        self._passes.take(
+            calls,
+            function=self._ctx.state.function or runner.default_function(),
+            input_files=self._tool_inputs(),
+            call_once=runner.steady_call,
+        )
+
+    def _tool_inputs(self) -> list[str]:
+        """The inputs for the profiling tool, written once per run."""
+        if self._input_args is None:
+            signature = self.runner.signature
+            if signature is None:
+                raise RuntimeError("the function's signature is not known yet")
+            self._input_args = save_inputs(self._ctx, signature)
+        return self._input_args
+
+    def capture_ready(self) -> bool:
+        return self._renderdoc.ready
+
+    def capture(self, calls: int) -> int:
+        return self._renderdoc.capture(timed(self.runner.steady_call), calls)
+
+    def close(self) -> None:
+        end_sampling(self._sampler, self._ctx.state)
+        if self._runner is not None:
+            timed_teardown(self._runner.close, self._ctx.state)

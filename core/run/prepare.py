@@ -1,0 +1,149 @@
+"""From a target to a loadable module: the devices, the import, the compile and the affinity analysis.
+
+Every IREE run starts the same way whatever runs its calls afterwards: pick
+the devices, import an ONNX model, compile for those devices (or take a
+`.vmfb` as it is) and, for a multi-device module, find where each argument
+and result lives. Doing it once here lets the in-process flow and the
+shipped-tools flow share it, and leaves each flow with a `PreparedModule`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gputop.core import demos
+from gputop.core.affinity import AffinityAnalysis, affinity_flags, analyse_module
+from gputop.core.compile import compile_module
+from gputop.core.devices import resolve_device
+from gputop.core.errors import DeviceUnavailableError, GputopError
+from gputop.core.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
+from gputop.core.onnx_import import OPSET, import_onnx
+from gputop.core.run.config import TargetKind
+from gputop.core.run.flow import RunContext
+from gputop.core.snapshot import DeviceInfo
+from gputop.core.targets import device_names
+
+__all__ = ["PreparedModule", "prepare_module"]
+
+
+@dataclass(frozen=True)
+class PreparedModule:
+    """A compiled module and the devices it runs on."""
+
+    devices: list[DeviceInfo]
+    vmfb: Path
+    demo: demos.Demo | None
+    imported_parameters: Path | None = None  # an ONNX model's weights, moved to an .irpa by the import
+    source_path: Path | None = None
+    affinity: AffinityAnalysis | None = None  # multi-device modules: the stream IR's affinity analysis
+
+    @property
+    def needs_tools(self) -> bool:
+        """Multi-device GPU modules run through IREE's shipped tools (see tool_runner for why)."""
+        return len(self.devices) > 1 and not all(d.backend.startswith("local") for d in self.devices)
+
+
+def resolve_devices(ctx: RunContext, demo: demos.Demo | None) -> list[DeviceInfo]:
+    """The run's devices: `--devices`, or `--device` once (twice for a two-device demo)."""
+    config = ctx.config
+    if config.devices:
+        return _distinct([resolve_device(spec) for spec in config.devices])
+    return _distinct([resolve_device(config.device)] * (demo.devices if demo else 1))
+
+
+def prepare_module(ctx: RunContext) -> PreparedModule:
+    """Resolve the devices and compile (or import and compile) the target for them."""
+    target = ctx.config.target_info
+    demo = target.demo
+    devices = resolve_devices(ctx, demo)
+    names: tuple[tuple[str, str], ...] = ()
+    if len(devices) > 1:
+        names = tuple(zip(device_names(len(devices)), (d.id for d in devices), strict=True))
+    ctx.state.set_devices(devices, names)
+    for name, info in zip(device_names(len(devices)), devices, strict=True):
+        label = f"{name} = " if len(devices) > 1 else ""
+        ctx.state.event("info", f"device {label}{info.id}: {info.name}")
+    if target.kind is TargetKind.VMFB:
+        ctx.state.phase(compile_s=0.0)
+        ctx.state.event("info", f"{target.text}: precompiled module, no compile")
+        assert target.path is not None
+        return PreparedModule(devices, target.path, demo)
+    return _compile(ctx, devices, demo)
+
+
+def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None) -> PreparedModule:
+    config = ctx.config
+    target = config.target_info
+    device = devices[0]
+    if any(d.compile_target is None for d in devices):
+        raise DeviceUnavailableError(f"{device.id} has no IREE compile target")
+    if len(devices) > 1:
+        flags = affinity_flags([d.id for d in devices], [d.compile_target or () for d in devices])
+    else:
+        flags = config.target_flags or device.compile_target or ()
+    flags = tuple(flags) + config.extra_compile_flags
+    imported_parameters: Path | None = None
+    if demo is not None:
+        source_path, source_bytes = Path(f"{demo.name}.mlir"), demo.source()
+    elif target.kind is TargetKind.ONNX:
+        assert target.path is not None
+        ctx.state.set_state("importing")
+        ctx.state.event("info", f"importing {target.text} (ONNX, opset {OPSET})")
+        model = import_onnx(target.path, ctx.session_dir, cancel=ctx.controls.stop_event)
+        ctx.state.phase(import_s=model.seconds)
+        how = "import cache hit" if model.cache_hit else f"imported in {model.seconds:.2f} s"
+        ctx.state.event("info", f"{how}: {model.mlir}")
+        if model.parameters is not None:
+            imported_parameters = model.parameters
+            ctx.state.event("info", f"weights in a parameter archive, loaded by the parameter path: {model.parameters}")
+        source_path, source_bytes = model.mlir, None
+        if not any("const-eval" in flag for flag in flags):
+            flags += ONNX_COMPILE_FLAGS
+        ctx.state.set_state("compiling")
+    else:
+        assert target.path is not None
+        source_path, source_bytes = target.path, None
+    ctx.state.event("info", f"compiling {target.text} for {device.id}")
+    try:
+        compiled = compile_module(
+            source_path,
+            flags,
+            log_dir=ctx.session_dir,
+            cancel=ctx.controls.stop_event,
+            use_cache=config.use_cache,
+            source_bytes=source_bytes,
+        )
+    except GputopError as exc:
+        ctx.state.set_diagnostics(tuple(getattr(exc, "diagnostics", ())))
+        raise
+    ctx.state.set_compiled(compiled)
+    ctx.state.set_diagnostics(compiled.diagnostics)
+    affinity: AffinityAnalysis | None = None
+    if len(devices) > 1:
+        affinity = analyse_module(
+            source_path, flags, ctx.session_dir / "affinity", source_bytes=source_bytes,
+            cancel=ctx.controls.stop_event,
+        )  # fmt: skip
+        ctx.state.set_exports(tuple(affinity.records), tuple(affinity.transfers))
+        for record in affinity.records:
+            if record.flag == "hidden_transfer":
+                ctx.state.event(
+                    "warning",
+                    f"{record.function} result {record.index} is produced on {record.producer_affinity} but "
+                    f"exported on {record.export_affinity}: a hidden transfer of {record.transfer_bytes} bytes",
+                )
+    ctx.state.phase(compile_s=compiled.compile_s)
+    if compiled.workaround:
+        ctx.state.event("warning", compiled.workaround)
+    how = "cache hit" if compiled.cache_hit else f"compiled in {compiled.compile_s:.2f} s"
+    ctx.state.event("info", f"{how}: {compiled.vmfb_path}")
+    return PreparedModule(devices, compiled.vmfb_path, demo, imported_parameters, source_path, affinity)
+
+
+def _distinct(devices: list[DeviceInfo]) -> list[DeviceInfo]:
+    """Give repeated devices (two local-task devices) distinct ids for memory rows."""
+    ids = [d.id for d in devices]
+    if len(set(ids)) == len(ids):
+        return devices
+    return [replace(d, id=f"{d.id}#{i}") if ids.count(d.id) > 1 else d for i, d in enumerate(devices)]

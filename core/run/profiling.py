@@ -1,0 +1,136 @@
+"""A run's profile passes: kernel times between calls, merged over passes.
+
+CUDA kernels are recorded in-process with CUPTI around real calls; other IREE
+backends are profiled by IREE's shipped benchmark tool on the same module and
+inputs. Either way a pass runs on the run's thread, between calls, and its
+kernels are merged with the passes before it into the Kernels table. Each
+pass is warmed up until the GPU's clock is steady, its clocks are read while
+it runs, and its kernels are rated against their work and the device's peaks
+(`clocks.py`, `work.py`, `efficiency.py`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from gputop.core.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
+from gputop.core.cupti import record_calls
+from gputop.core.efficiency import KernelEfficiency
+from gputop.core.errors import GputopError, Interrupted
+from gputop.core.profiles import DispatchEvent, profile_with_ireeprof, summarize_events, write_trace
+from gputop.core.run.flow import RunContext
+from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary
+from gputop.core.timeline import breakdown_line, build_breakdown
+from gputop.core.work import module_work
+
+__all__ = ["KEEP_PASSES", "ProfilePasses"]
+
+KEEP_PASSES = 5  # periodic profiling (the TUI's --profile-every, gputop serve) keeps the newest passes' files
+EVENTS_KEPT = 100_000
+CUPTI_SOURCE = "CUPTI kernel, copy, driver API and synchronization activity"
+CUPTI_FIT = "one clock: CUPTI timestamps for the call's window, its API calls and the device's work"
+
+
+def _keep_newest_passes(folder: Path) -> None:
+    """Delete the files of all but the newest KEEP_PASSES profile passes: a server profiles for days."""
+    passes = sorted({p.name.split(".")[0].removesuffix("-calls") for p in folder.glob("profile-*")})
+    for stamp in passes[:-KEEP_PASSES]:
+        for path in folder.glob(f"{stamp}[.-]*"):
+            path.unlink(missing_ok=True)
+
+
+class ProfilePasses:
+    """Takes profile passes for one IREE run and keeps their merged kernel table in the run's state."""
+
+    def __init__(self, ctx: RunContext, devices: list[DeviceInfo], vmfb: Path) -> None:
+        self._ctx = ctx
+        self._devices = devices
+        self._vmfb = vmfb
+        self._events: deque[DispatchEvent] = deque(maxlen=EVENTS_KEPT)
+        self._calls = 0
+        self._clock, self._clock_reason = gpu_clock_for(devices[0])
+        self._pass_clocks: deque[PassClocks] = deque(maxlen=EVENTS_KEPT)
+        self._efficiency: KernelEfficiency | None = None
+
+    def take(self, calls: int, *, function: str, input_files: list[str], call_once: Callable[[], object]) -> None:
+        """One pass of `calls` calls; a failed pass is a warning in the log, and the run goes on."""
+        ctx = self._ctx
+        device = self._devices[0]
+        ctx.state.set_profiling(True)
+        watch = ClockWatch(self._clock)
+        try:
+            warmup = warm_up(self._clock, call_once, ctx.config.warmup_s, self._clock_reason)
+            ctx.state.event("info", warmup)
+            ctx.state.event("info", f"profiling {calls} calls on {device.id}...")
+            watch.start()
+            if device.backend == "cuda":
+                events, walls, call_records = record_calls(call_once, calls)
+                stamp = time.strftime("%H%M%S")
+                trace = write_trace(
+                    events, device.id, ctx.session_dir / f"profile-{stamp}.trace.json", calls=call_records
+                )
+                latest = summarize_events(
+                    events, calls=calls, source="cupti", device_id=device.id,
+                    call_wall_ms=statistics.fmean(walls) * 1e3, trace_path=str(trace),
+                )  # fmt: skip
+                breakdown = build_breakdown(call_records, source=CUPTI_SOURCE, fit=CUPTI_FIT)
+                latest = replace(latest, call_breakdown=breakdown)
+            else:
+                latest, events = profile_with_ireeprof(
+                    self._vmfb, self._devices, function, input_files, calls, ctx.session_dir,
+                    cancel=ctx.controls.stop_event,
+                )  # fmt: skip
+            clocks = watch.stop(warmup)
+            self._events.extend(events)
+            self._calls += calls
+            latest = self._rate(latest, [clocks] if clocks else [])
+            if clocks is not None:
+                self._pass_clocks.append(clocks)
+            merged = latest
+            if self._calls > calls:
+                merged = summarize_events(
+                    list(self._events), calls=self._calls, source=latest.source, device_id=device.id,
+                    call_wall_ms=latest.call_wall_ms, pools=list(latest.pools), profile_path=latest.profile_path,
+                    trace_path=latest.trace_path,
+                )  # fmt: skip
+                merged = self._rate(merged, list(self._pass_clocks))
+                # The kernel table grows over passes; where the time went is the newest pass's own.
+                merged = replace(merged, call_breakdown=latest.call_breakdown, hints=latest.hints)
+            ctx.state.set_profile(merged)
+            if latest.clocks is not None and latest.clocks.warning:
+                ctx.state.event("warning", f"profile: {latest.clocks.warning}")
+            if ctx.config.profile_every_s:
+                _keep_newest_passes(ctx.session_dir)
+            gap = f", gap {latest.gap_ms:.3f} ms" if latest.gap_ms is not None else ""
+            wall = f" of {latest.call_wall_ms:.3f} ms synced" if latest.call_wall_ms is not None else ""
+            ctx.state.event(
+                "info",
+                f"profile: {len(latest.kernels)} kernels, {latest.call_kernel_ms:.3f} ms kernel time per call"
+                f"{wall}{gap}; trace {latest.trace_path}",
+            )
+            if latest.call_breakdown is not None:
+                ctx.state.event("info", f"profile: {breakdown_line(latest.call_breakdown)}")
+            for hint in latest.hints:
+                ctx.state.event("info", f"iree-profile explain: {hint}")
+        except Interrupted:
+            raise
+        except GputopError as exc:
+            ctx.state.event("warning", f"profile failed: {exc}", exc.log_path)
+        finally:
+            watch.stop()
+            ctx.state.set_profiling(False)
+
+    def _rate(self, summary: ProfileSummary, passes: list[PassClocks]) -> ProfileSummary:
+        """The summary's kernels against their work and the device's peaks at the passes' clocks."""
+        if self._efficiency is None:
+            device = self._devices[0]
+            self._efficiency = KernelEfficiency(device, module_work(self._vmfb), self._clock and self._clock.name)
+            work = self._efficiency.work
+            counted = f"counted from {work.source}" if not work.reason else work.reason
+            self._ctx.state.event("info", f"work per dispatch: {len(work.dispatches)} dispatches {counted}")
+        return self._efficiency.annotate(summary, combine_passes(passes), self._clock_reason)

@@ -1,0 +1,335 @@
+"""A `Session` owns one run: it picks a flow, drives its one call loop, tears down, and says how it ended.
+
+The session runs its work on a background thread and tells subscribers what
+is happening by handing them immutable `RunSnapshot`s. The command line waits
+for it to finish; the TUI subscribes and keeps drawing while it runs. Pause,
+resume, stop, profile and capture requests are honoured between calls by the
+same loop whichever flow (in-process IREE, OpenCL, IREE's shipped tools)
+makes the calls, and every failure ends as a snapshot in state `error`
+carrying a one-line message and gputop's exit code, never as an exception on
+the thread. At the end the session folder gets the report and the manifest's
+ending, written by the store. While it runs, viewers in other processes reach
+it through `control.sock` in its session folder (`remote` says what they may
+ask); a second signal writes the ending at once (`record_interrupted_now`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gputop.core.control import ControlServer
+from gputop.core.errors import EXIT_CHECK, GputopError, Interrupted, RuntimeFailure
+from gputop.core.paths import new_session_dir
+from gputop.core.run.capture import RenderDocHook
+from gputop.core.run.config import RunConfig
+from gputop.core.run.controls import Controls, why_no_capture, why_no_profile
+from gputop.core.run.flow import Flow, RunContext
+from gputop.core.run.iree import IreeFlow
+from gputop.core.run.opencl import OpenCLFlow
+from gputop.core.run.prepare import prepare_module
+from gputop.core.run.remote import answer
+from gputop.core.run.state import RunOutcome, RunState, Subscriber
+from gputop.core.run.tool import ToolFlow
+from gputop.core.snapshot import RunSnapshot, to_json
+from gputop.core.store.report import build_report
+from gputop.core.store.writer import SessionWriter
+
+__all__ = ["RunConfig", "Session"]
+
+
+class Session:
+    """One run on one or more devices, driven by a background thread."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.session_dir = config.session_dir or new_session_dir(label=config.target_info.label)
+        self.session_dir.mkdir(parents=True, exist_ok=True)
+        self._writer = SessionWriter(self.session_dir, to_json(config), every_s=config.record_every_s)
+        self._state = RunState(config.target, self.session_dir, self._writer, function=config.function)
+        self._controls = Controls()
+        self._context = RunContext(config, self._state, self._controls, self.session_dir)
+        self._flow: Flow | None = None
+        self._thread: threading.Thread | None = None
+        self._done = threading.Event()
+        self._control: ControlServer | None = None
+        self.report: dict[str, Any] | None = None  # report.json's content, once the run has ended
+
+    # -- control (any thread) -------------------------------------------------------
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call `callback` with every new snapshot; returns an unsubscribe function."""
+        return self._state.subscribe(callback)
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("a session runs once")
+        self._open_control()
+        self._thread = threading.Thread(target=self._run, name="gputop-session", daemon=True)
+        self._thread.start()
+
+    def pause(self) -> None:
+        if self._state.state == "running":
+            self._controls.pause()
+            self._state.set_state("paused")
+
+    def resume(self) -> None:
+        if self._state.state == "paused":
+            self._controls.resume()
+            self._state.set_state("running")
+
+    def stop(self, exit_code: int | None = None) -> None:
+        """Ask the run to end after the call in flight; teardown still runs.
+
+        `exit_code` (130 or 143) says a signal ended it: the record then says
+        `interrupted` with that code instead of `stopped`.
+        """
+        self._controls.stop(exit_code)
+
+    def request_profile(self) -> str | None:
+        """Take a profile pass between calls, as soon as the call in flight is done; returns why not, or None."""
+        reason = why_no_profile(self.snapshot, self._flow_kind())
+        if reason is None:
+            self._controls.ask_profile()
+        return reason
+
+    def request_capture(self, calls: int = 1) -> str | None:
+        """Capture the next `calls` calls with RenderDoc; returns why not, or None."""
+        reason = why_no_capture(self.snapshot, self._capture_ready())
+        if reason is None:
+            self._controls.ask_capture(calls)
+        return reason
+
+    def keep_samples(self, seconds: float) -> None:
+        """A viewer follows the record live: keep it dense (thinned runs too) for `seconds`."""
+        self._writer.watch(seconds)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    def record_interrupted_now(self, exit_code: int) -> None:
+        """A second signal: write the ending (`interrupted`, the report from the newest snapshot) now.
+
+        The run's thread may be stuck in a call or a teardown that will not come
+        back soon; the process leaves right after this, so the record must not
+        wait for it. The report says it was cut short.
+        """
+        self._controls.stop(exit_code)
+        self._close_control()
+        report: dict[str, Any] | None = None
+        try:
+            report = {**self.current_report(), "cut_short": "a second signal: written from the newest snapshot"}
+        except Exception:  # a report that cannot be built must not keep the manifest from its ending
+            with open(self.session_dir / "session.log", "a", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+        snapshot = self.snapshot
+        self._writer.close(
+            report,
+            state="interrupted",
+            exit_code=exit_code,
+            published=self._state.published,
+            drain_s=1.0,
+            device=snapshot.device,
+            devices=list(self._state.devices),
+        )
+
+    def current_report(self) -> dict[str, Any]:
+        """The report as it stands now (the same JSON as report.json, which is written at the end)."""
+        state = "interrupted" if self._controls.interrupt_code is not None else self._state.state
+        return build_report(self.snapshot, self._state.summary(state=state, exit_code=self.exit_code()))
+
+    def export_report(self) -> Path:
+        """The report as it stands (the TUI's `e`), written beside the record; the run goes on."""
+        return self._writer.write_export(self.current_report(), published=self._state.published)
+
+    @property
+    def snapshot(self) -> RunSnapshot:
+        return self._state.snapshot
+
+    @property
+    def outcome(self) -> RunOutcome:
+        return self._state.outcome
+
+    @property
+    def interrupt_code(self) -> int | None:
+        return self._controls.interrupt_code
+
+    @property
+    def error(self) -> GputopError | None:
+        return self._state.error
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def peak_live_bytes(self) -> dict[str, int]:
+        return self._state.peak_live_bytes
+
+    @property
+    def peak_rss_bytes(self) -> int:
+        return self._state.peak_rss_bytes
+
+    @property
+    def memory_samples(self) -> int:
+        return self._state.memory_samples
+
+    def exit_code(self) -> int:
+        """The code this run ends with: signal, error, failed check, or 0."""
+        if self._controls.interrupt_code is not None:
+            return self._controls.interrupt_code
+        error = self._state.error
+        if error is not None:
+            return error.exit_code
+        check = self._state.outcome.check
+        if check is not None and not check.passed:
+            return EXIT_CHECK
+        return 0
+
+    def _flow_kind(self) -> str | None:
+        flow = self._flow
+        return flow.kind if flow is not None else None
+
+    def _capture_ready(self) -> bool:
+        flow = self._flow
+        return flow is not None and flow.capture_ready()
+
+    def _open_control(self) -> None:
+        """The control channel for viewers in other processes; a run goes on without one if it cannot open."""
+        server = ControlServer(self.session_dir, lambda request: answer(self, request))
+        try:
+            server.start()
+        except OSError as exc:
+            why = f"control channel: {server.path}: {exc.strerror or exc}"
+            self._state.event("warning", f"{why} (gputop attach can follow this run but not pause or profile it)")
+            return
+        self._control = server
+
+    def _close_control(self) -> None:
+        server, self._control = self._control, None
+        if server is not None:
+            server.close()
+
+    # -- the run (its own thread) ------------------------------------------------------
+    def _run(self) -> None:
+        ctx = self._context
+        renderdoc: RenderDocHook | None = None
+        try:
+            target = self.config.target_info
+            if target.is_opencl:
+                flow: Flow = OpenCLFlow(ctx)
+            else:
+                self._state.set_state("compiling")
+                renderdoc = RenderDocHook(ctx)
+                renderdoc.prepare()  # before any device is opened: RenderDoc must precede Vulkan
+                module = prepare_module(ctx)
+                flow = ToolFlow(ctx, module) if module.needs_tools else IreeFlow(ctx, module, renderdoc)
+            self._flow = flow
+            flow.open()
+            self._state.set_state("running")
+            if self.config.capture_calls:
+                self._ask_capture_once(self.config.capture_calls)
+            self._call_loop(flow)
+            if self.config.profile and not self._controls.stopping:
+                self._profile_once(flow, self.config.profile_pass_calls or max(self.config.iterations or 1, 1))
+            self._state.set_state("stopped" if self._controls.stopping else "finished")
+        except GputopError as exc:
+            self._fail(exc)
+        except Exception as exc:  # anything else is a gputop bug: keep the traceback
+            log = self.session_dir / "session.log"
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+            self._fail(RuntimeFailure(f"internal error: {exc}", log_path=str(log)))
+        finally:
+            if renderdoc is not None:
+                renderdoc.close()
+            if self._flow is not None:
+                self._close_flow(self._flow)
+            self._close_control()
+            self._state.publish(force=True)
+            self._finish_record()
+            self._done.set()
+
+    def _call_loop(self, flow: Flow) -> None:
+        """Calls until the count is reached or a stop; profile passes and captures between calls."""
+        remaining = self.config.iterations
+        every = self.config.profile_every_s
+        next_profile = time.monotonic() + every if every else None
+        controls = self._controls
+        while remaining is None or remaining > 0:
+            if controls.stopping:
+                return
+            capture_calls = controls.take_capture_request()
+            if capture_calls:
+                made = flow.capture(capture_calls)
+                if remaining is not None:
+                    remaining = max(0, remaining - made)
+                continue
+            periodic = next_profile is not None and time.monotonic() >= next_profile
+            if controls.take_profile_request() or periodic:
+                if periodic:
+                    reason = why_no_profile(self.snapshot, flow.kind)
+                    if reason is not None:  # say it once, and stop trying
+                        self._state.event("warning", f"profile: {reason}")
+                        every = next_profile = None
+                        continue
+                flow.profile(self.config.profile_calls)
+                if every:
+                    next_profile = time.monotonic() + every
+                continue
+            if controls.paused:
+                controls.wait_while_paused(0.1)  # wake for resume, stop or a request
+                continue
+            made = flow.calls(remaining if remaining is not None else 1)
+            if remaining is not None:
+                remaining -= made
+            self._state.publish()
+
+    def _profile_once(self, flow: Flow, calls: int) -> None:
+        """`gputop run --profile`: one pass after the steady calls, refused for the same reasons as `p`."""
+        reason = why_no_profile(self.snapshot, flow.kind)
+        if reason is not None:
+            self._state.event("warning", f"profile: {reason}")
+            return
+        flow.profile(calls)
+
+    def _ask_capture_once(self, calls: int) -> None:
+        """`gputop run --capture N`: refused for the same reasons as the TUI's `c`."""
+        reason = self.request_capture(calls)
+        if reason is not None:
+            self._state.event("warning", f"capture: {reason}")
+
+    def _close_flow(self, flow: Flow) -> None:
+        try:
+            flow.close()
+        except Exception:  # teardown must not lose the record: keep the traceback
+            with open(self.session_dir / "session.log", "a", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+
+    def _fail(self, exc: GputopError) -> None:
+        if isinstance(exc, Interrupted) and self._controls.stopping:
+            self._state.set_state("stopped")
+            return
+        self._state.fail(exc)
+
+    def _finish_record(self) -> None:
+        """Write report.json and the manifest's ending; never lets the run's end fail."""
+        state = "interrupted" if self._controls.interrupt_code is not None else self._state.state
+        report: dict[str, Any] | None = None
+        try:
+            report = self.current_report()
+        except Exception:  # a bug in the report must not lose the samples: keep the traceback
+            with open(self.session_dir / "session.log", "a", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+        snapshot = self.snapshot
+        self.report = self._writer.close(
+            report,
+            state=state,
+            exit_code=self.exit_code(),
+            published=self._state.published,
+            device=snapshot.device,
+            devices=list(self._state.devices),
+        )

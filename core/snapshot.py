@@ -1,0 +1,558 @@
+"""The values a run publishes: frozen dataclasses, each stamped with the time it was taken.
+
+Everything the engine tells the outside world (the command line, the TUI, the
+session folder, a test) is one of these values. They are immutable so they can
+cross threads without locks, compare equal in tests, and turn into JSON with
+`to_json()` without knowing who reads them. This module imports nothing else of
+gputop's: every other part of the engine may depend on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def now() -> float:
+    """Wall-clock time for stamping records (seconds since the epoch)."""
+    return time.time()
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def to_json(value: Any) -> Any:
+    """Turn a record (or a tuple/list/dict of them) into JSON-ready data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # Field names cached per class: a running session turns ten snapshots a second into JSON.
+        return {name: to_json(getattr(value, name)) for name in _field_names(type(value))}
+    if isinstance(value, (int, float, str)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One device gputop can run on or watch, or a backend that is missing."""
+
+    id: str
+    backend: str
+    name: str
+    memory_total_bytes: int | None
+    compile_target: tuple[str, ...] | None
+    available: bool
+    reason: str | None = None
+    kind: str = "gpu"  # gpu, cpu, software-gpu (lavapipe), monitor, host
+    uuid: str | None = None
+    driver_info: str | None = None
+    uri: str | None = None  # what IREE's tools take as --device= (paths, since vulkan://N is refused)
+    timestamp: float = field(default_factory=now)
+
+    @property
+    def runnable(self) -> bool:
+        """Whether gputop can run modules on it (not only watch it)."""
+        return self.available and self.compile_target is not None
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One compiler diagnostic, reduced to what a person needs to read."""
+
+    severity: str
+    location: str | None
+    message: str
+    dispatch: str | None = None
+    kind: str = "generic"
+    used_bytes: int | None = None
+    limit_bytes: int | None = None
+    log_path: str | None = None
+    timestamp: float = field(default_factory=now)
+
+    def one_line(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        if self.kind == "shared_memory_exceeded" and self.used_bytes and self.limit_bytes:
+            who = self.dispatch or "a dispatch"
+            return (
+                f"{self.severity}: {who} needs {self.used_bytes} bytes of shared memory, "
+                f"the device allows {self.limit_bytes} ({self.used_bytes / self.limit_bytes:.1f}x over)"
+            )
+        return f"{self.severity}: {where}{self.message}"
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Seconds spent in each phase of a run; None until the phase has run."""
+
+    compile_s: float | None = None
+    load_s: float | None = None
+    import_s: float | None = None  # ONNX models: iree-import-onnx, before the compile
+    parameters_s: float | None = None
+    context_s: float | None = None
+    first_call_s: float | None = None
+    teardown_s: float | None = None
+
+
+# Upper bounds of the call-time histogram, in milliseconds: 50 us to 10 s, then +Inf.
+CALL_BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0)
+
+
+@dataclass(frozen=True)
+class CallStats:
+    """Synchronised wall time of the steady calls (after the first)."""
+
+    count: int = 0
+    min_ms: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    max_ms: float | None = None
+    mean_ms: float | None = None
+    calls_per_s: float | None = None
+    recent_ms: tuple[float, ...] = ()
+    # Every call since the start, counted per bucket of CALL_BUCKETS_MS (not cumulative; the last
+    # bucket is +Inf), and their summed time: what a Prometheus histogram needs, exact over hours.
+    buckets: tuple[int, ...] = ()
+    sum_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """One memory type of one device's allocator: bytes peak/allocated/freed/live."""
+
+    device_id: str
+    memory_type: str
+    peak_bytes: int
+    allocated_bytes: int
+    freed_bytes: int
+    live_bytes: int
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """What one device holds: its allocator's pools and, where known, the whole device."""
+
+    device_id: str
+    pools: tuple[PoolStats, ...] = ()
+    device_used_bytes: int | None = None
+    device_total_bytes: int | None = None
+    source: str | None = None  # where device_used came from: nvml, opencl, host
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    """Memory of every device of the run plus the host process, at one moment."""
+
+    devices: tuple[DeviceMemory, ...]
+    host_rss_bytes: int
+    host_total_bytes: int
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A line for the log: what happened, in one line, and where details are."""
+
+    seq: int
+    level: str  # info, warning, error
+    message: str
+    log_path: str | None = None
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """How the outputs compare with a reference."""
+
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    reference: str
+
+
+@dataclass(frozen=True)
+class StageTimings:
+    """The OpenCL chain demo's two stages timed three ways, plus the naive reading that misleads."""
+
+    a_synced_ms: float
+    b_synced_ms: float
+    a_then_b_synced_ms: float
+    a_enqueue_only_ms: float  # "A took this long" if you forget to sync
+    b_after_unsynced_a_ms: float  # ...and then B seems to take A's time too
+    a_kernel_ms: float
+    b_kernel_ms: float
+
+
+@dataclass(frozen=True)
+class TensorSummary:
+    """Shape, type and a few numbers of one output, enough to eyeball a result."""
+
+    index: int
+    shape: tuple[int, ...]
+    dtype: str
+    mean: float | None
+    min: float | None
+    max: float | None
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    """One dispatch function's device times over a profile pass (microseconds)."""
+
+    name: str
+    count: int
+    total_us: float
+    avg_us: float
+    min_us: float
+    p50_us: float
+    max_us: float
+    share: float  # of the summed kernel time of a call
+    per_call: float  # how many times one call runs it
+    workgroup_count: tuple[int, ...] | None
+    workgroup_size: tuple[int, ...] | None
+    source: str  # ireeprof, cupti, opencl
+    timing: str  # what the clock is: device timestamps, or host execution on CPU devices
+    timestamp: float = field(default_factory=now)
+    # Work and efficiency (core/work.py, core/efficiency.py): counted from the dispatch's own IR,
+    # against the device's peaks at the pass's clock. None where the work or the peak is unknown.
+    flops: int | None = None  # per dispatch: adds, subs, muls, divs, FMA as 2, math functions as 1
+    bytes: int | None = None  # per dispatch: bytes_read + bytes_written
+    bytes_read: int | None = None  # tensors loaded from its bindings, plus constant tensors it embeds
+    bytes_written: int | None = None  # tensors stored to its bindings
+    intensity: float | None = None  # FLOP per byte
+    achieved_tflops: float | None = None  # flops / avg_us
+    achieved_gbps: float | None = None  # bytes / avg_us
+    pct_peak_compute: float | None = None  # percent of the compute peak for its type at the pass's clock
+    pct_peak_bandwidth: float | None = None  # percent of the memory bandwidth at the pass's clock
+    bound: str | None = None  # compute | memory: which side of the roofline's ridge its intensity is on
+    work: str | None = None  # what its IR does (matmul+elementwise), or why its work is unknown
+    peak_tflops: float | None = None  # the compute ceiling used for it (its type's peak at the pass's clock)
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    """A HAL pool's reserved and committed bytes, from profiling memory events."""
+
+    pool_id: int
+    reserved_bytes: int
+    committed_bytes: int
+
+
+# The kinds of time a call is made of, in the order the call breakdown lists them.
+SEGMENT_KINDS = ("host", "queue", "alloc", "device_busy", "device_idle", "return_wait", "unaccounted")
+
+
+@dataclass(frozen=True)
+class CallSegment:
+    """One stretch of a call on the host time axis: what the host, a queue or a device was doing."""
+
+    kind: str  # one of SEGMENT_KINDS
+    name: str  # the queue operation, the dispatches running, or what the stretch is
+    device: str | None  # the device (queue) it happened on; None for the host
+    start_ms: float  # from the start of the call (the first record of the call where the start is not seen)
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class BreakdownTotals:
+    """Where a call's synced wall time went, in disjoint parts that add up to the wall time (ms per call)."""
+
+    host_ms: float = 0.0  # the host working with nothing submitted pending: VM, command recording, API calls
+    queue_ms: float = 0.0  # queue operations submitted and not yet done: waiting for dependencies, launch latency
+    alloc_ms: float = 0.0  # queue-ordered allocations and frees pending
+    device_busy_ms: float = 0.0  # a dispatch running on the device
+    device_idle_ms: float = 0.0  # inside a device submission with no dispatch running
+    return_wait_ms: float = 0.0  # the device done, the host not yet returned from its wait
+    unaccounted_ms: float = 0.0  # what the records cannot attribute; never folded into another part
+
+
+@dataclass(frozen=True)
+class CallBreakdown:
+    """Where the synced call time goes, from the profile pass's own records (see README: call breakdown)."""
+
+    calls: int  # profiled calls the totals are averaged over
+    wall_ms: float  # mean synced wall time of those calls; the totals add up to it
+    kernel_ms: float  # the dispatches' own summed time per call (inside device_busy_ms unless they overlap)
+    totals: BreakdownTotals
+    median_call: tuple[CallSegment, ...]  # the call with the median wall time, segment by segment
+    source: str  # which records: ireeprof queue/device events, host execution, CUPTI API activity, OpenCL events
+    fit: str  # how device time was put on the host time axis
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    """One profile pass: kernels, the synced call time beside the kernel time, and files."""
+
+    source: str
+    device_id: str
+    calls: int
+    call_wall_ms: float | None  # synced wall time of one call during the pass
+    call_kernel_ms: float  # summed kernel time of one call
+    gap_ms: float | None  # wall minus kernel: host work, transfers, idle
+    kernels: tuple[KernelTiming, ...]
+    pools: tuple[PoolUsage, ...] = ()
+    profile_path: str | None = None
+    trace_path: str | None = None
+    timestamp: float = field(default_factory=now)
+    call_breakdown: CallBreakdown | None = None  # where the call time went (the newest pass)
+    hints: tuple[str, ...] = ()  # iree-profile explain's hints and queue-gap figures
+    clocks: PassClocks | None = None  # the GPU's clocks over the pass (NVML); None with clocks_reason
+    clocks_reason: str | None = None  # why there are no clocks (no NVIDIA GPU behind the device)
+    peaks: DevicePeaks | None = None  # the device's peaks the kernels are measured against
+    peaks_reason: str | None = None  # why there are none (a part gputop has no datasheet for)
+    work_source: str | None = None  # where the kernels' FLOPs and bytes came from, or why they are unknown
+
+
+@dataclass(frozen=True)
+class ExportAffinity:
+    """Where one argument or result of an exported function lives."""
+
+    function: str
+    kind: str  # argument | result
+    index: int
+    declared: str | None  # the source's iree.abi.affinity device, None if undeclared
+    export_affinity: str | None  # the device the value is imported on / exported from
+    producer_affinity: str | None  # results: the device whose work wrote it; arguments: where it is consumed
+    transfer_bytes: int  # bytes moved between devices for this value
+    flag: str | None  # hidden_transfer | transfer | undeclared | passthrough | None
+    timestamp: float = field(default_factory=now)
+    # Bytes a profiled call showed moving for this value (copies matched to the analysis);
+    # None where no profile was taken or nothing a profile records moves it (an export handed over).
+    observed_transfer_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Transfer:
+    function: str
+    source: str
+    target: str
+    bytes: int
+    op: str
+    observed_bytes: int | None = None  # the matching copy in a profiled call; None where a profile cannot see it
+
+
+@dataclass(frozen=True)
+class BoundBuffer:
+    """One buffer a dispatch sees: its binding, and the bytes of the slice bound there."""
+
+    binding: int
+    bytes: int | None  # the bound range (VK_WHOLE_SIZE resolved); None when the buffer's size is unknown
+    set: int = 0
+    offset: int = 0  # where the slice starts in its VkBuffer (IREE suballocates one arena)
+    buffer: str = ""  # RenderDoc's resource id of the VkBuffer
+    buffer_bytes: int | None = None  # the whole VkBuffer
+
+
+@dataclass(frozen=True)
+class CaptureDispatch:
+    """One dispatch in a RenderDoc capture, as recorded, and its GPU time when the capture was replayed."""
+
+    index: int  # in recording order, from 0
+    name: str  # the pipeline's entry point: IREE's executable export name
+    workgroup_count: tuple[int, ...] | None  # (x, y, z); None for an indirect dispatch not replayed
+    buffers: tuple[BoundBuffer, ...] = ()
+    pipeline: str = ""  # RenderDoc's resource id of the compute pipeline
+    debug_name: str | None = None  # the pipeline's debug-utils name, when the program set one
+    chunk: int = 0  # the call's index in the capture's structured data
+    event_id: int | None = None  # RenderDoc's event id (replay only), as qrenderdoc shows it
+    gpu_duration_us: float | None = None  # median over the replay passes
+    gpu_duration_us_min: float | None = None
+
+
+@dataclass(frozen=True)
+class CaptureReplay:
+    """Whether a capture was replayed here for per-dispatch GPU times, on what, or why not."""
+
+    device: str | None
+    ok: bool
+    reason: str
+    passes: int = 0
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class CaptureInfo:
+    """A RenderDoc capture, verified in another process."""
+
+    path: str
+    bytes: int
+    dispatches: int
+    dispatch_names: tuple[str, ...]
+    api: str
+    calls: int = 1
+    gpu_durations_us: tuple[float, ...] = ()  # per dispatch, in order, when a replay timed them all
+    timestamp: float = field(default_factory=now)
+    dispatch_list: tuple[CaptureDispatch, ...] = ()  # empty when read by renderdoccmd (and in a run's snapshots)
+    actions: tuple[str, ...] = ()  # the frame's action calls in order ("vkCmdDispatch 64x1x1 NAME", ...)
+    replay: CaptureReplay | None = None  # None when no replay was asked for
+    reader: str = "renderdoccmd"  # what read it: RenderDoc's Python module (which Python), or renderdoccmd
+    reader_note: str | None = None  # the one line saying what is missing, when renderdoccmd stood in
+    captured_on: str | None = None  # the GPU and driver the capture was made on
+
+
+@dataclass(frozen=True)
+class ParameterLoad:
+    """Parameters on their way to the device: bytes in place of all, how fast, and how long still.
+
+    gputop's streamed loader counts every chunk as its copy lands (`observed`).
+    IREE's own loaders hold the Python interpreter until the context exists, so
+    for them only the start and the end are seen.
+    """
+
+    mode: str  # streamed, mmap, file_async
+    total_bytes: int
+    loaded_bytes: int
+    seconds: float  # since the load began; its whole length once done
+    done: bool = False
+    observed: bool = True
+    files: int = 1
+    timestamp: float = field(default_factory=now)
+    zero_copy: bool = False  # mapped in place (mmap on the CPU): nothing moved, so no rate
+
+    @property
+    def gbps(self) -> float | None:
+        """Decimal gigabytes per second so far (the bus's unit: PCIe Gen5 x16 is about 64 GB/s)."""
+        if self.zero_copy or self.seconds <= 0 or not self.loaded_bytes:
+            return None
+        return self.loaded_bytes / self.seconds / 1e9
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate so far."""
+        if self.done:
+            return 0.0
+        rate = self.loaded_bytes / self.seconds if self.seconds > 0 else 0.0
+        return (self.total_bytes - self.loaded_bytes) / rate if rate > 0 else None
+
+
+# States in which a run works toward its first call and publishes nothing new for a while:
+# the TUI's header and `gputop run` show how long the current one has lasted.
+BUSY_STATES = ("importing", "compiling", "loading")
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """The whole state of one run at one moment, as the TUI and reports see it."""
+
+    state: str  # idle, compiling, loading, running, paused, finished, stopped, error
+    target: str
+    function: str | None
+    device: DeviceInfo | None
+    phases: Phases
+    calls: CallStats
+    memory: MemorySample | None
+    memory_history: tuple[int, ...]  # live device bytes, oldest first, for sparklines
+    diagnostics: tuple[Diagnostic, ...]
+    events: tuple[Event, ...]  # the newest events; seq numbers let readers skip seen ones
+    error: str | None = None
+    error_exit_code: int | None = None
+    result_types: tuple[str, ...] = ()  # the function's results, e.g. "256x256xf32"
+    device_ids: tuple[str, ...] = ()  # every device of the run (two for demo:pipeline)
+    session_dir: str | None = None
+    profile: ProfileSummary | None = None
+    profiling: bool = False  # a profile pass is under way
+    enqueue: CallStats | None = None  # OpenCL: time for the enqueues to return, beside the synced time
+    exports: tuple[ExportAffinity, ...] = ()  # multi-device runs: affinity of every argument and result
+    transfers: tuple[Transfer, ...] = ()
+    device_names: tuple[tuple[str, str], ...] = ()  # (compiler device name, gputop device id)
+    captures: tuple[CaptureInfo, ...] = ()
+    renderdoc: str | None = None  # "RenderDoc 1.6.0 loaded", or why capture is unavailable
+    seq: int = 0  # numbered as published, so a gap in a session's samples.jsonl shows a lost line
+    errors: int = 0  # error events since the session started (the event tuple keeps only the newest)
+    state_since: float | None = None  # when the current state began: how long a compile has run so far
+    timestamp: float = field(default_factory=now)
+    parameters: ParameterLoad | None = None  # the parameters' load: live while it runs, its totals after
+
+
+@dataclass(frozen=True)
+class CompileRecord:
+    """How the module of a run came to be: what the manifest and the report say of the compile."""
+
+    vmfb: str
+    flags: tuple[str, ...]
+    cache_hit: bool
+    cache_key: str | None
+    log: str | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What only the live run knows at its end, beside its last snapshot: the report's other half."""
+
+    state: str  # the final state, `interrupted` when a signal ended the run
+    exit_code: int
+    peak_live_bytes: tuple[tuple[str, int], ...]  # (device id, peak of live pool bytes)
+    host_rss_peak_bytes: int
+    memory_samples: int
+    compile: CompileRecord | None
+    parameter_files: tuple[str, ...]
+    parameter_mode: str | None
+    inputs: tuple[TensorSummary, ...]
+    outputs: tuple[TensorSummary, ...]
+    check: OutputCheck | None
+    stages: StageTimings | None
+    session_dir: str
+    timestamp: float = field(default_factory=now)
+    parameter_bytes: int | None = None  # bytes the parameters' load placed on the device
+    parameter_seconds: float | None = None  # from reading the index to the last byte in place
+    parameter_zero_copy: bool = False  # the device reads the mapped file in place: nothing was moved
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    """One NVML reading of a GPU's clocks, performance state, power and throttle reasons."""
+
+    sm_mhz: int
+    mem_mhz: int
+    max_sm_mhz: int | None
+    max_mem_mhz: int | None
+    pstate: str | None  # P0 (full performance) .. P12 (idle)
+    power_w: float | None
+    throttle_reasons: tuple[str, ...]  # NVML clock event reasons: gpu_idle, sw_power_cap, hw_slowdown, ...
+    timestamp: float = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class PassClocks:
+    """A GPU's clocks over one profile pass: at its start and end, the SM clock's range between, and a warning."""
+
+    gpu: str  # the NVML device, e.g. "NVIDIA H200 (nvml:0)"
+    start: ClockReading
+    end: ClockReading
+    min_sm_mhz: int  # over every reading taken during the pass (start and end included)
+    max_sm_mhz: int
+    mean_sm_mhz: float
+    mean_mem_mhz: float
+    readings: int
+    warning: str | None  # under 80% of the maximum clock, or changed during the pass
+    warmup: str | None = None  # what the warm-up before the pass did
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    """A device's peak rates: from its datasheet (GPUs) or its cores, SIMD width and clock (CPUs)."""
+
+    part: str  # the part matched, e.g. "NVIDIA H200 SXM", or the CPU's model
+    source: str  # where the numbers come from (a datasheet, or how a CPU's were computed)
+    f32_tflops: float | None  # vector (non-tensor) FP32: what an f32 matmul without TF32 can reach
+    f64_tflops: float | None
+    tf32_tensor_tflops: float | None  # dense, without sparsity
+    f16_tensor_tflops: float | None
+    bf16_tensor_tflops: float | None
+    bandwidth_gbps: float | None  # memory bandwidth
+    boost_mhz: int | None  # the clock the datasheet's numbers are for
+    sm_mhz: float | None = None  # the clock of the pass, where NVML read one
+    compute_scale: float = 1.0  # sm_mhz / boost_mhz: the peaks at the pass's clock are the numbers times this
+    bandwidth_scale: float = 1.0  # memory clock / its maximum

@@ -1,0 +1,143 @@
+"""The report of a run: one JSON document that `gputop run --json` writes.
+
+Its top-level keys are gputop's contract with scripts and CI jobs:
+`device`, `phases`, `calls`, `memory`, `kernels`, `exports`, `captures` and
+`diagnostics`, plus what helps a person read it (target, function, versions,
+outputs, the reference check and where the session's files are). It is built
+from values only, a snapshot and the run's closing `RunSummary`, so a live
+run, a finished one and one rebuilt from its samples share one builder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputop.core.snapshot import CallStats, ProfileSummary, RunSnapshot, RunSummary, to_json
+from gputop.core.versions import package_version
+
+__all__ = ["build_report", "snapshot_report"]
+
+
+def _profile_json(profile: ProfileSummary | None, steady_p50_ms: float | None) -> dict[str, Any] | None:
+    if profile is None:
+        return None
+    data = to_json(profile)
+    for key in ("kernels", "call_breakdown", "hints"):  # top-level keys of the report
+        data.pop(key, None)
+    # Profiling overhead: a profiled call's synced time against the steady p50 of this run.
+    if profile.call_wall_ms and steady_p50_ms:
+        data["overhead_ratio"] = profile.call_wall_ms / steady_p50_ms
+    return data
+
+
+def _calls_json(stats: CallStats) -> dict[str, Any]:
+    data = to_json(stats)
+    data.pop("recent_ms", None)
+    return data
+
+
+def _load_json(loaded: int | None, seconds: float | None, zero_copy: bool = False) -> dict[str, Any]:
+    """Bytes, seconds and decimal GB/s of the parameters' load; no rate when the file was mapped in place."""
+    gbps = loaded / seconds / 1e9 if loaded and seconds and not zero_copy else None
+    return {"bytes": loaded, "seconds": seconds, "gbps": gbps, "zero_copy": zero_copy}
+
+
+def _parameters_json(snap: RunSnapshot) -> dict[str, Any]:
+    """`files` and `mode` (filled from the run's summary), and the load's bytes, seconds and GB/s."""
+    load = snap.parameters
+    if load is None or not load.done:
+        return {"files": [], "mode": None, **_load_json(None, None)}
+    return {"files": [], "mode": load.mode, **_load_json(load.loaded_bytes, load.seconds, load.zero_copy)}
+
+
+def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) -> dict[str, Any]:
+    """The report as far as one snapshot tells it, in the report's key order.
+
+    What only a live session knows (versions, state and exit code, compile,
+    parameters, inputs, outputs, check) is left empty for the caller to fill:
+    `build_report` from the run's summary, `gputop report` from a cut-off
+    session's manifest. Without `peak_live`, a device's peak is its pools' peak.
+    """
+    memory_devices = []
+    for dev in snap.memory.devices if snap.memory else ():
+        row = to_json(dev)
+        row["peak_live_bytes"] = (
+            peak_live.get(dev.device_id, 0)
+            if peak_live is not None
+            else max((p.peak_bytes for p in dev.pools), default=0)
+        )
+        memory_devices.append(row)
+    return {
+        "gputop_version": None,
+        "iree_version": None,
+        "target": snap.target,
+        "function": snap.function,
+        "state": snap.state,
+        "error": snap.error,
+        "exit_code": None,
+        "device": to_json(snap.device),
+        "phases": to_json(snap.phases),
+        "calls": _calls_json(snap.calls),
+        "memory": {
+            "devices": memory_devices,
+            "host_rss_bytes": snap.memory.host_rss_bytes if snap.memory else None,
+            "host_rss_peak_bytes": None,
+            "host_total_bytes": snap.memory.host_total_bytes if snap.memory else None,
+            "samples": None,
+        },
+        "kernels": to_json(snap.profile.kernels) if snap.profile else [],
+        "call_wall_ms": snap.profile.call_wall_ms if snap.profile else None,
+        "call_kernel_ms": snap.profile.call_kernel_ms if snap.profile else None,
+        "call_gap_ms": snap.profile.gap_ms if snap.profile else None,
+        "profile": _profile_json(snap.profile, snap.calls.p50_ms),
+        "call_breakdown": to_json(snap.profile.call_breakdown) if snap.profile else None,
+        "hints": list(snap.profile.hints) if snap.profile else [],
+        "exports": to_json(snap.exports),
+        "transfers": to_json(snap.transfers),
+        "device_names": dict(snap.device_names),
+        "captures": to_json(snap.captures),
+        "renderdoc": snap.renderdoc,
+        "enqueue": _calls_json(snap.enqueue) if snap.enqueue else None,
+        "stages": None,
+        "diagnostics": to_json(snap.diagnostics),
+        "compile": {"vmfb": None, "flags": None, "cache_hit": None, "cache_key": None, "log": None},
+        "parameters": _parameters_json(snap),
+        "inputs": [],
+        "outputs": [],
+        "check": None,
+        "session_dir": snap.session_dir,
+    }
+
+
+def build_report(snap: RunSnapshot, summary: RunSummary) -> dict[str, Any]:
+    """The whole report: what the snapshot shows, completed by what the run knows of itself."""
+    report = snapshot_report(snap, dict(summary.peak_live_bytes))
+    report["memory"].update(host_rss_peak_bytes=summary.host_rss_peak_bytes or None, samples=summary.memory_samples)
+    report.update(
+        gputop_version=package_version("gputop"),
+        iree_version={
+            "compiler": package_version("iree-base-compiler"),
+            "runtime": package_version("iree-base-runtime"),
+        },
+        state=summary.state,
+        exit_code=summary.exit_code,
+        stages=to_json(summary.stages),
+        parameters={
+            "files": list(summary.parameter_files),
+            "mode": summary.parameter_mode,
+            **_load_json(summary.parameter_bytes, summary.parameter_seconds, summary.parameter_zero_copy),
+        },
+        inputs=to_json(summary.inputs),
+        outputs=to_json(summary.outputs),
+        check=to_json(summary.check),
+        session_dir=summary.session_dir,
+    )
+    if summary.compile is not None:
+        report["compile"] = {
+            "vmfb": summary.compile.vmfb,
+            "flags": list(summary.compile.flags),
+            "cache_hit": summary.compile.cache_hit,
+            "cache_key": summary.compile.cache_key,
+            "log": summary.compile.log,
+        }
+    return report

@@ -1,0 +1,230 @@
+"""The session directory, written as the run goes, so nothing is lost.
+
+Every run leaves a folder that outlives it: `manifest.json` (versions,
+command line, flags, devices, the compiled module's cache key, the state),
+`samples.jsonl` (every published snapshot, one a line, appended and flushed
+as taken, by a writer thread so the call loop never waits on the disk) and
+`report.json` at the end. This is the only code that writes those three files
+(and the TUI's mid-run report exports beside them). The manifest is replaced
+atomically, lines are whole or absent, and a crash, `kill -9` or Ctrl-C leaves
+every complete line readable and the artefacts written so far in place:
+`gputop report` rebuilds what it can from them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import queue
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from gputop.core.paths import state_dir
+from gputop.core.snapshot import RunSnapshot, to_json
+from gputop.core.versions import versions
+
+MANIFEST = "manifest.json"
+SAMPLES = "samples.jsonl"
+REPORT = "report.json"
+INDEX = "sessions.jsonl"  # every session ever started, wherever its folder is (--session-dir)
+FORMAT = 1
+FINAL_STATES = ("finished", "stopped", "error", "interrupted")
+WATCHED_EVERY_S = 0.5  # while someone follows the folder live (gputop attach), a thinned record keeps this rate
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON so a reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class SessionWriter:
+    """Writes one session directory: manifest, samples as they come, report at the end."""
+
+    def __init__(
+        self, folder: Path, config: dict[str, Any], argv: list[str] | None = None, *, every_s: float = 0.0
+    ) -> None:
+        self.folder = folder
+        # A long-lived run (gputop serve) keeps one sample per `every_s` seconds, plus every one that
+        # changes the state, the events, the profile or the captures: days of serving stay small.
+        self.every_s = every_s
+        self.thinned = 0
+        self._kept: tuple[float, str, int, object, int] = (0.0, "", -1, None, -1)
+        self._watched_until = 0.0
+        self._lock = threading.Lock()
+        self._ending = threading.Lock()  # one ending is written: the run's own, or a second signal's
+        self._ended = False
+        self._queue: queue.SimpleQueue[RunSnapshot | None] = queue.SimpleQueue()
+        self.written = 0
+        self.last_seq = 0
+        self.write_error: str | None = None
+        started = time.time()
+        self._manifest: dict[str, Any] = {
+            "format": FORMAT,
+            "id": folder.name,
+            "path": str(folder.resolve()),
+            "versions": versions(),
+            "command_line": list(argv if argv is not None else sys.argv),
+            "cwd": os.getcwd(),
+            "host": socket.gethostname(),
+            "platform": platform.platform(),
+            "pid": os.getpid(),
+            "target": config.get("target"),
+            "config": config,
+            "state": "starting",
+            "started_at": started,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+            "ended_at": None,
+            "duration_s": None,
+            "exit_code": None,
+            "device": None,
+            "devices": [],
+            "compile": None,
+            "samples": 0,
+            "samples_lost": 0,
+        }
+        write_json_atomic(folder / MANIFEST, self._manifest)
+        _append_index(folder, self._manifest)
+        self._samples = open(folder / SAMPLES, "a", encoding="utf-8")  # noqa: SIM115 (owned by the writer thread)
+        self._thread = threading.Thread(target=self._write_samples, name="gputop-record", daemon=True)
+        self._thread.start()
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._manifest)
+
+    def update(self, **fields: Any) -> None:
+        """Record what became known (device, compile, state) in the manifest, atomically."""
+        with self._lock:
+            self._manifest.update({k: to_json(v) for k, v in fields.items()})
+            data = dict(self._manifest)
+        with contextlib.suppress(OSError):  # a full disk must not end the run
+            write_json_atomic(self.folder / MANIFEST, data)
+
+    def watch(self, seconds: float) -> None:
+        """Someone follows this folder live: for `seconds`, keep a sample every WATCHED_EVERY_S at least."""
+        self._watched_until = max(self._watched_until, time.time() + seconds)
+
+    def on_snapshot(self, snapshot: RunSnapshot) -> None:
+        """Queue the snapshot (the session calls this in publishing order); the writer thread writes it."""
+        if self.every_s:
+            every = self.every_s
+            if snapshot.timestamp < self._watched_until:
+                every = min(every, WATCHED_EVERY_S)
+            last_event = snapshot.events[-1].seq if snapshot.events else 0
+            news = (snapshot.state, last_event, snapshot.profile, len(snapshot.captures))
+            kept_at, *kept_news = self._kept
+            if snapshot.timestamp - kept_at < every and tuple(kept_news) == news:
+                self.thinned += 1
+                return
+            self._kept = (snapshot.timestamp, *news)
+        self._queue.put(snapshot)
+
+    def _write_samples(self) -> None:
+        while True:
+            snapshot = self._queue.get()
+            if snapshot is None:
+                return
+            if self.write_error is not None:
+                continue
+            try:
+                self._samples.write(json.dumps(to_json(snapshot), default=str) + "\n")
+                self._samples.flush()
+            except OSError as exc:
+                self.write_error = f"{self.folder / SAMPLES}: {exc.strerror}"
+                continue
+            self.written += 1
+            self.last_seq = snapshot.seq
+
+    def _record_block(self, published: int) -> dict[str, Any]:
+        """How complete samples.jsonl is: what a report says of its own record."""
+        return {
+            "samples": self.written,
+            "samples_published": published,
+            "samples_thinned": self.thinned,
+            "samples_lost": max(0, published - self.thinned - self.written),
+            "write_error": self.write_error,
+        }
+
+    def write_export(self, report: dict[str, Any], *, published: int) -> Path:
+        """A report taken mid-run (the TUI's `e`), beside the record: `report-HHMMSS.json`, never `report.json`.
+
+        `report.json` means the run ended and this is its last word; an export
+        followed by a crash must leave `gputop report` rebuilding from the samples,
+        not showing the export as if it were the end.
+        """
+        stamp = time.strftime("%H%M%S")
+        path = self.folder / f"report-{stamp}.json"
+        for attempt in range(1, 100):
+            if not path.exists():
+                break
+            path = self.folder / f"report-{stamp}-{attempt}.json"
+        write_json_atomic(path, {**report, "record": self._record_block(published)})
+        return path
+
+    def close(
+        self,
+        report: dict[str, Any] | None,
+        *,
+        state: str,
+        exit_code: int,
+        published: int,
+        drain_s: float = 30.0,
+        **fields: Any,
+    ) -> dict[str, Any] | None:
+        """Drain the samples, write `report.json` and the manifest's ending (with `fields`); returns the report.
+
+        Only the first ending counts. A second signal's ending (`drain_s` short)
+        does not wait long for one in progress: the process leaves right after.
+        """
+        got = self._ending.acquire(timeout=max(drain_s, 1.0))
+        try:
+            if got and self._ended:
+                return report
+            # Without the lock, another ending is under way but stuck (draining, a full disk): this process
+            # is about to leave, so write this one anyway; each file is replaced whole, never torn.
+            self._queue.put(None)
+            self._thread.join(timeout=drain_s)
+            if not self._thread.is_alive():
+                with contextlib.suppress(OSError):
+                    self._samples.close()
+            report = self._write_ending(report, state=state, exit_code=exit_code, published=published, **fields)
+            self._ended = True
+            return report
+        finally:
+            if got:
+                self._ending.release()
+
+    def _write_ending(
+        self, report: dict[str, Any] | None, *, state: str, exit_code: int, published: int, **fields: Any
+    ) -> dict[str, Any] | None:
+        if report is not None:
+            report = {**report, "record": self._record_block(published)}
+            with contextlib.suppress(OSError):
+                write_json_atomic(self.folder / REPORT, report)
+        ended = time.time()
+        self.update(
+            state=state,
+            exit_code=exit_code,
+            ended_at=ended,
+            duration_s=round(ended - self._manifest["started_at"], 3),
+            samples=self.written,
+            samples_lost=max(0, published - self.thinned - self.written),
+            **fields,
+        )
+        return report
+
+
+def _append_index(folder: Path, manifest: dict[str, Any]) -> None:
+    """One line per session in the state directory: how `gputop sessions` finds --session-dir folders."""
+    line = json.dumps({"id": manifest["id"], "path": manifest["path"], "started_at": manifest["started_at"]})
+    with contextlib.suppress(OSError), open(state_dir() / INDEX, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")

@@ -1,0 +1,154 @@
+"""Peaks, clocks and the roofline arithmetic, on the numbers seen on the H200 and in datasheets.
+
+These are pure functions of values: the datasheet table chosen by the names
+NVML and IREE report, a CPU peak from /proc/cpuinfo text, the clock warning on
+the 345 / 1980 MHz readings PLATFORM.md records, and a kernel rated against
+them. Live clocks need an NVIDIA GPU: the last test reads them there and skips
+elsewhere; `bench/gpu/issue19.sh` reproduces the warning on purpose.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conftest import run_json
+from gputop.core.clocks import clock_warning, combine_passes, gpu_clock_for, summarize, warm_up
+from gputop.core.devices import iree_devices
+from gputop.core.efficiency import rate_kernel, ridge_intensity
+from gputop.core.nvml import nvml_unavailable_reason
+from gputop.core.peaks import at_clock, compute_peak_tflops, cpu_peaks, gpu_peaks, peaks_for
+from gputop.core.snapshot import ClockReading, DeviceInfo, KernelTiming
+from gputop.core.work import DispatchWork
+
+CPUINFO = """processor\t: 0
+model name\t: Test CPU
+cpu MHz\t\t: 2600.000
+flags\t\t: fpu sse sse2 avx avx2 fma avx512f
+"""
+
+
+@pytest.mark.parametrize(
+    ("reported", "part", "f32", "bandwidth"),
+    [
+        ("NVIDIA H200", "NVIDIA H200 SXM", 66.9, 4800),
+        ("NVIDIA H200 (NVIDIA 580.159.04)", "NVIDIA H200 SXM", 66.9, 4800),  # the Vulkan driver's name
+        ("NVIDIA H200 NVL", "NVIDIA H200 NVL", 60.0, 4800),
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM", 66.9, 3350),
+        ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe", 51.2, 2000),
+        ("NVIDIA H100 NVL", "NVIDIA H100 NVL", 60.0, 3900),
+        ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB SXM", 19.5, 2039),
+        ("NVIDIA A100 80GB PCIe", "NVIDIA A100 80GB PCIe", 19.5, 1935),
+        ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 40GB", 19.5, 1555),
+        ("NVIDIA L40S", "NVIDIA L40S", 91.6, 864),
+        ("AMD Instinct MI300X", "AMD Instinct MI300X", 163.4, 5300),
+    ],
+)
+def test_datasheet_peaks_are_chosen_by_the_reported_name(reported: str, part: str, f32: float, bandwidth: int) -> None:
+    peaks = gpu_peaks(reported)
+    assert peaks is not None and peaks.part == part
+    assert peaks.f32_tflops == f32 and peaks.bandwidth_gbps == bandwidth
+    assert peaks.source and peaks.boost_mhz
+
+
+def test_an_unknown_part_says_so() -> None:
+    assert gpu_peaks("NVIDIA GeForce GTX 1080") is None
+    peaks, reason = peaks_for("gpu", ["NVIDIA GeForce GTX 1080"])
+    assert peaks is None and reason and "no datasheet peaks for NVIDIA GeForce GTX 1080" in reason
+
+
+def test_cpu_peak_is_cores_times_simd_times_fma_times_clock() -> None:
+    peaks = cpu_peaks(CPUINFO, cores=2, bandwidth_gbps=20.0)
+    # 2 cores x 16 f32 lanes (AVX-512) x 2 (FMA) x 2 pipes x 2.6 GHz
+    assert peaks.f32_tflops == pytest.approx(2 * 16 * 2 * 2 * 2.6e9 / 1e12)
+    assert peaks.bandwidth_gbps == 20.0 and "AVX-512" in peaks.source
+    avx2 = cpu_peaks(CPUINFO.replace(" avx512f", ""), cores=4, bandwidth_gbps=20.0)
+    assert avx2.f32_tflops == pytest.approx(4 * 8 * 2 * 2 * 2.6e9 / 1e12)
+
+
+def test_peaks_scale_with_the_clock() -> None:
+    h200 = gpu_peaks("NVIDIA H200")
+    assert h200 is not None
+    idle = at_clock(h200, 345, 2619, 2619)
+    assert idle.compute_scale == pytest.approx(345 / 1980) and idle.bandwidth_scale == 1.0
+    assert compute_peak_tflops(h200, "f32", True) == 66.9
+    assert compute_peak_tflops(h200, "f16", True) == 989.4  # tensor cores for f16 contractions
+    assert compute_peak_tflops(h200, "f16", False) == 66.9
+    assert compute_peak_tflops(h200, "f64", True) == 33.5
+
+
+def test_the_clock_warning_of_the_issue() -> None:
+    assert clock_warning(345, 345, 345, 345, 345.0, 1980) == (
+        "GPU at 345 MHz of 1980 MHz: kernel times are about 5.7x those at full clock"
+    )
+    moved = clock_warning(345, 1980, 345, 1980, 1100.0, 1980)
+    assert moved and moved.startswith("GPU clock changed during the pass (345 -> 1980 MHz")
+    assert clock_warning(1980, 1980, 1965, 1980, 1975.0, 1980) is None  # steady at full clock: no warning
+    assert clock_warning(1700, 1710, 1700, 1710, 1705.0, 1980) is None  # 86%: steady, above 80%
+
+
+def reading(sm: int, mem: int = 2619) -> ClockReading:
+    return ClockReading(sm, mem, 1980, 2619, "P0", 120.0, ())
+
+
+def test_passes_combine_their_clocks() -> None:
+    cold = summarize("NVIDIA H200 (nvml:0)", [reading(345), reading(345)])
+    warm = summarize("NVIDIA H200 (nvml:0)", [reading(1980), reading(1980)])
+    assert cold.warning and "345 MHz" in cold.warning and warm.warning is None
+    both = combine_passes([cold, warm])
+    assert both is not None and both.min_sm_mhz == 345 and both.max_sm_mhz == 1980
+    assert both.warning and "changed across the 2 merged passes (345 -> 1980 MHz" in both.warning
+
+
+def test_warm_up_without_a_gpu_clock_costs_nothing() -> None:
+    calls: list[int] = []
+    started = time.perf_counter()
+    note = warm_up(None, lambda: calls.append(1), 2.0, "no GPU clocks: NVML unavailable")
+    assert time.perf_counter() - started < 0.01 and not calls
+    assert note == "warm-up skipped: no GPU clocks: NVML unavailable"
+    assert warm_up(None, lambda: calls.append(1), 0.0) == "warm-up off (--warmup 0)"
+
+
+def test_a_cpu_device_has_no_gpu_clock() -> None:
+    device = DeviceInfo("local-task", "local-task", "CPU", None, (), True, kind="cpu")
+    clock, reason = gpu_clock_for(device)
+    assert clock is None and reason and reason.startswith("local-task is a CPU device: no GPU clock to read")
+
+
+def kernel(avg_us: float) -> KernelTiming:
+    return KernelTiming("k", 1, avg_us, avg_us, avg_us, avg_us, avg_us, 1.0, 1.0, None, None, "cupti", "device")
+
+
+def test_a_kernel_is_rated_against_its_roof() -> None:
+    """The issue's example: 2·256·1024·1024 FLOP in 287 µs on an H200 is 1.9 TFLOP/s, under 3% of f32."""
+    h200 = gpu_peaks("NVIDIA H200")
+    assert h200 is not None
+    flops = 2 * 256 * 1024 * 1024
+    work = DispatchWork("k", flops, 5 * 2**20, 2**20, ("matmul",), "f32", True)
+    rated = rate_kernel(kernel(287.0), work, h200, "")
+    assert rated.achieved_tflops == pytest.approx(flops / 287e-6 / 1e12)
+    assert rated.achieved_tflops == pytest.approx(1.87, abs=0.01)
+    assert rated.pct_peak_compute == pytest.approx(100 * 1.8706 / 66.9, rel=1e-3)
+    assert rated.intensity == pytest.approx(flops / (6 * 2**20))
+    # 85 FLOP/B is above the H200's f32 ridge (66.9 TFLOP/s over 4.8 TB/s = 13.9 FLOP/B): compute bound.
+    assert ridge_intensity(66.9, 4800) == pytest.approx(13.94, abs=0.01)
+    assert rated.bound == "compute"
+    copy = rate_kernel(kernel(10.0), DispatchWork("k", 0, 2**20, 2**20, ("copy",), "f32", False), h200, "")
+    assert copy.bound == "memory" and copy.pct_peak_bandwidth == pytest.approx(100 * 2**21 / 10e-6 / 1e9 / 4800)
+    # At 345 MHz the same time is a larger share of the (lower) peak at that clock.
+    idle = rate_kernel(kernel(287.0), work, at_clock(h200, 345, None, None), "")
+    assert idle.pct_peak_compute == pytest.approx(rated.pct_peak_compute * 1980 / 345)
+    unknown = rate_kernel(kernel(5.0), None, h200, "no executable sources")
+    assert unknown.flops is None and unknown.work == "no executable sources"
+
+
+@pytest.mark.gpu
+def test_clocks_are_read_around_a_pass_on_an_nvidia_gpu() -> None:
+    if nvml_unavailable_reason() is not None or not iree_devices("cuda")[0].available:
+        pytest.skip("needs an NVIDIA GPU with NVML and CUDA")
+    proc, report = run_json("demo:mlp", "--device", "cuda", "-n", "20", "--profile", "--warmup", "2")
+    assert proc.returncode == 0, proc.stderr
+    clocks = report["profile"]["clocks"]
+    assert clocks is not None and clocks["start"]["sm_mhz"] > 0 and clocks["readings"] >= 2
+    assert report["profile"]["peaks"] is not None and all(k["flops"] for k in report["kernels"])

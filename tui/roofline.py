@@ -1,0 +1,275 @@
+"""The roofline view (`f`): every kernel placed under the device's compute and memory ceilings.
+
+On log-log axes of FLOP per byte against FLOP/s, a device's limits are two
+lines: the memory roof (bandwidth times intensity) rising to the ridge, and
+the flat compute roof beyond it. A kernel sits at its own intensity and
+achieved rate; its distance below the roof is what a compiler could still
+win. Drawn in a terminal with Unicode braille (2x4 dots a cell), the ceilings
+at the pass's clock solid and the datasheet's dotted when the clock was lower,
+each kernel as its number, with a legend that says the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from gputop.tui.bridge import KernelTiming, ProfileSummary, RunSnapshot, ridge_intensity
+
+BRAILLE_BASE = 0x2800
+# Dot bit for (column 0..1, row 0..3) inside a braille cell (Unicode's 8-dot layout).
+DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
+MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
+AXIS_WIDTH = 7
+LEGEND_ROWS = 9
+
+
+@dataclass
+class BrailleCanvas:
+    """A grid of braille cells addressed in dots, with single characters laid over chosen cells."""
+
+    columns: int
+    rows: int
+    bits: list[list[int]] = field(init=False)
+    styles: list[list[str]] = field(init=False)
+    labels: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.bits = [[0] * self.columns for _ in range(self.rows)]
+        self.styles = [[""] * self.columns for _ in range(self.rows)]
+
+    @property
+    def width(self) -> int:
+        return self.columns * 2
+
+    @property
+    def height(self) -> int:
+        return self.rows * 4
+
+    def dot(self, x: int, y: int, style: str) -> None:
+        """Set the dot at (x, y), y counted from the top."""
+        if 0 <= x < self.width and 0 <= y < self.height:
+            row, column = y // 4, x // 2
+            self.bits[row][column] |= DOT_BITS[y % 4][x % 2]
+            self.styles[row][column] = style
+
+    def line(self, x0: float, y0: float, x1: float, y1: float, style: str, every: int = 1) -> None:
+        steps = max(int(max(abs(x1 - x0), abs(y1 - y0))), 1)
+        for step in range(0, steps + 1, every):
+            t = step / steps
+            self.dot(round(x0 + (x1 - x0) * t), round(y0 + (y1 - y0) * t), style)
+
+    def label(self, x: int, y: int, char: str, style: str) -> None:
+        """Put `char` over the cell holding dot (x, y)."""
+        column, row = min(max(x // 2, 0), self.columns - 1), min(max(y // 4, 0), self.rows - 1)
+        self.labels[(row, column)] = (char, style)
+
+    def text_row(self, row: int) -> Text:
+        line = Text()
+        for column in range(self.columns):
+            if (row, column) in self.labels:
+                char, style = self.labels[(row, column)]
+                line.append(char, style)
+            elif self.bits[row][column]:
+                line.append(chr(BRAILLE_BASE + self.bits[row][column]), self.styles[row][column])
+            else:
+                line.append(" ")
+        return line
+
+
+@dataclass(frozen=True)
+class LogAxis:
+    """A log10 axis from `low` to `high` (decades) over `size` dots."""
+
+    low: float
+    high: float
+    size: int
+
+    def at(self, value: float) -> float:
+        return (math.log10(value) - self.low) / (self.high - self.low) * (self.size - 1)
+
+
+def render_roofline(profile: ProfileSummary | None, width: int, height: int, function: str = "") -> Text:
+    """The roofline chart, its axes and its legend, `width` columns wide and about `height` rows high."""
+    if profile is None:
+        return Text("no profile yet: press p to profile the running module, then f", style="dim")
+    peaks = profile.peaks
+    placed = [k for k in profile.kernels if k.intensity and k.achieved_tflops]
+    if peaks is None or not peaks.bandwidth_gbps:
+        why = profile.peaks_reason or "the device's peaks are unknown"
+        return Text(f"no roofline: {why}", style="dim")
+    bandwidth = peaks.bandwidth_gbps * peaks.bandwidth_scale * 1e9
+    ceilings = sorted({round(k.peak_tflops, 6) for k in profile.kernels if k.peak_tflops} or _f32_ceiling(profile))
+    if not ceilings:
+        return Text("no roofline: the device's compute peak is unknown", style="dim")
+    top = max(ceilings) * 1e12
+    nominal_top = top / peaks.compute_scale if peaks.compute_scale < 0.99 else top
+    ridge = ridge_intensity(max(ceilings), bandwidth / 1e9)
+    intensities = [k.intensity for k in placed if k.intensity]
+    rates = [k.achieved_tflops * 1e12 for k in placed if k.achieved_tflops]
+    # Two decades of memory roof below the ridge, and room for every kernel on either side.
+    x_low = math.floor(math.log10(min([*intensities, ridge / 100]) / 2))
+    x_axis = LogAxis(x_low, max(math.ceil(math.log10(max([*intensities, ridge]) * 4)), x_low + 2), 0)
+    y_axis = LogAxis(math.floor(math.log10(min([*rates, top / 100]) / 2)), math.ceil(math.log10(nominal_top * 1.5)), 0)
+    legend_rows = min(len(profile.kernels), LEGEND_ROWS) + 3
+    rows = max(height - legend_rows - 3, 6)
+    columns = max(width - AXIS_WIDTH - 1, 20)
+    canvas = BrailleCanvas(columns, rows)
+    x_axis = LogAxis(x_axis.low, x_axis.high, canvas.width)
+    y_axis = LogAxis(y_axis.low, y_axis.high, canvas.height)
+
+    def to_dots(intensity: float, flops: float) -> tuple[float, float]:
+        return x_axis.at(intensity), canvas.height - 1 - y_axis.at(flops)
+
+    def roof(compute: float, style: str, every: int) -> None:
+        ridge = compute / bandwidth
+        left = 10**x_axis.low
+        start = max(left, 10**y_axis.low / bandwidth)
+        canvas.line(*to_dots(start, start * bandwidth), *to_dots(ridge, compute), style, every)
+        canvas.line(*to_dots(ridge, compute), *to_dots(10**x_axis.high, compute), style, every)
+
+    if nominal_top > top:
+        roof(nominal_top, "dim cyan", 3)  # the datasheet's roof, at the boost clock
+    for ceiling in ceilings:
+        roof(ceiling * 1e12, "cyan", 1)
+    numbered = {k.name: MARKERS[i] for i, k in enumerate(profile.kernels[: len(MARKERS)])}
+    for kernel in placed:
+        if kernel.name in numbered and kernel.intensity and kernel.achieved_tflops:
+            x, y = to_dots(kernel.intensity, kernel.achieved_tflops * 1e12)
+            canvas.label(round(x), round(y), numbered[kernel.name], "bold yellow")
+    chart = Text("FLOP/s\n", "dim")
+    for row in range(canvas.rows):
+        tick = _decade_label(row, canvas, y_axis)
+        chart.append(f"{tick:>{AXIS_WIDTH - 1}} ", "dim")
+        chart.append("│", "dim")
+        chart.append_text(canvas.text_row(row))
+        chart.append("\n")
+    chart.append(" " * AXIS_WIDTH + "└" + "─" * canvas.columns + "\n", "dim")
+    chart.append(_x_ticks(x_axis, canvas.columns) + "\n", "dim")
+    chart.append_text(_legend(profile, numbered, bandwidth, ceilings, function))
+    return chart
+
+
+def _f32_ceiling(profile: ProfileSummary) -> set[float]:
+    peaks = profile.peaks
+    if peaks is None or not peaks.f32_tflops:
+        return set()
+    return {round(peaks.f32_tflops * peaks.compute_scale, 6)}
+
+
+def _decade_label(row: int, canvas: BrailleCanvas, axis: LogAxis) -> str:
+    """A y tick on the row where a power of ten falls, else nothing."""
+    for exponent in range(int(axis.low), int(axis.high) + 1):
+        if int((canvas.height - 1 - axis.at(10**exponent)) // 4) == row:
+            return _si(10**exponent)
+    return ""
+
+
+def _x_ticks(axis: LogAxis, columns: int) -> str:
+    line = [" "] * (AXIS_WIDTH + 1 + columns)
+    for exponent in range(int(axis.low), int(axis.high) + 1):
+        column = AXIS_WIDTH + 1 + int(axis.at(10**exponent) // 2)
+        label = f"{10**exponent:g}"
+        if column + len(label) <= len(line):
+            line[column : column + len(label)] = list(label)
+    text = "".join(line).rstrip()
+    return text + "  FLOP/byte" if len(text) + 11 <= len(line) else text
+
+
+def _si(value: float, unit: str = "") -> str:
+    """1e11 -> `100G`; with a unit, three digits and a space: `43.1 GFLOP/s`, `18.0 GFLOP/s`."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")):
+        if value >= factor or factor == 1.0:
+            return f"{three_digits(value / factor)} {prefix}{unit}" if unit else f"{value / factor:g}{prefix}"
+    return ""
+
+
+def three_digits(value: float) -> str:
+    return f"{value:.0f}" if value >= 99.95 else f"{value:.1f}" if value >= 9.995 else f"{value:.2f}"
+
+
+def _legend(
+    profile: ProfileSummary, numbered: dict[str, str], bandwidth: float, ceilings: list[float], function: str
+) -> Text:
+    peaks = profile.peaks
+    assert peaks is not None
+    legend = Text()
+    clock = ""
+    if profile.clocks is not None:
+        clock = f" at {profile.clocks.mean_sm_mhz:.0f} MHz"
+        if peaks.boost_mhz and peaks.compute_scale < 0.99:
+            clock += f" (dotted: {peaks.boost_mhz} MHz, the datasheet's)"
+    roofs = ", ".join(_si(c * 1e12, "FLOP/s") for c in ceilings)
+    ridge = ridge_intensity(max(ceilings), bandwidth / 1e9)
+    legend.append(
+        f"roofs{clock}: compute {roofs}, memory {_si(bandwidth, 'B/s')} (ridge {ridge:.3g} FLOP/B); {peaks.part}\n",
+        "cyan",
+    )
+    shown = profile.kernels[:LEGEND_ROWS]
+    width = max((len(_short(k.name, function)) for k in shown), default=10)
+    for kernel in shown:
+        marker = numbered.get(kernel.name, " ")
+        legend.append(f" {marker} ", "bold yellow")
+        legend.append(f"{_short(kernel.name, function):<{width}}  {_describe(kernel)}\n")
+    if len(profile.kernels) > LEGEND_ROWS:
+        legend.append(
+            f"   ... {len(profile.kernels) - LEGEND_ROWS} more kernels (the Kernels pane lists them)\n", "dim"
+        )
+    return legend
+
+
+def _short(name: str, function: str) -> str:
+    if function:
+        name = name.removeprefix(f"{function}$async_").removeprefix(f"{function}_")
+    return name
+
+
+def _describe(kernel: KernelTiming) -> str:
+    if kernel.intensity is None or kernel.achieved_tflops is None:
+        return f"not placed: {kernel.work or 'FLOPs unknown'}"
+    pct = kernel.pct_peak_bandwidth if kernel.bound == "memory" else kernel.pct_peak_compute
+    share = f", {pct:.1f}% of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
+    return f"{kernel.intensity:.3g} FLOP/B, {_si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}"
+
+
+class RooflineScreen(ModalScreen[None]):
+    """The roofline of the newest profile, redrawn as profiles arrive."""
+
+    DEFAULT_CSS = """
+    RooflineScreen { align: center middle; }
+    RooflineScreen > Vertical { width: 96%; height: 92%; border: round $accent; background: $surface; padding: 0 1; }
+    RooflineScreen #roofline-chart { height: 1fr; }
+    """
+    BINDINGS = [Binding("escape,f", "dismiss", "Close")]
+
+    def __init__(self, snapshot: RunSnapshot | None) -> None:
+        super().__init__()
+        self._snapshot = snapshot
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("[b]Roofline[/b]  each kernel under the device's compute and memory ceilings (escape closes)")
+            yield Static(id="roofline-chart")
+
+    def on_mount(self) -> None:
+        self.show(self._snapshot)
+
+    def on_resize(self) -> None:
+        self.show(self._snapshot)
+
+    def show(self, snapshot: RunSnapshot | None) -> None:
+        self._snapshot = snapshot
+        chart = self.query_one("#roofline-chart", Static)
+        width, height = chart.size.width or self.app.size.width - 8, chart.size.height or self.app.size.height - 8
+        profile = snapshot.profile if snapshot is not None else None
+        chart.update(render_roofline(profile, width, height, snapshot.function or "" if snapshot else ""))
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)
