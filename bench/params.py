@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 PATHS = ("streamed", "streamed_wc", "mmap", "file_async", "file_async_c8", "fd", "host_copy")
-SWEEP = ((4, 16), (8, 8), (8, 32), (12, 16), (16, 16), (16, 32))  # streamed: (workers, chunk MiB); 8x16 is the default
+SWEEP = ((8, 4), (8, 8), (4, 8), (12, 8), (16, 8), (8, 32))  # streamed: (workers, chunk MiB); 8x16 is the default
 
 
 # -- page cache -----------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from gputop.core.devices import iree_devices
 from gputop.core.efficiency import rate_kernel, ridge_intensity
 from gputop.core.nvml import nvml_unavailable_reason
 from gputop.core.peaks import at_clock, compute_peak_tflops, cpu_peaks, gpu_peaks, peaks_for
+from gputop.core.run.profiling import restarts_table
 from gputop.core.snapshot import ClockReading, DeviceInfo, KernelTiming
 from gputop.core.work import DispatchWork
 
@@ -99,6 +100,18 @@ def test_passes_combine_their_clocks() -> None:
     both = combine_passes([cold, warm])
     assert both is not None and both.min_sm_mhz == 345 and both.max_sm_mhz == 1980
     assert both.warning and "changed across the 2 merged passes (345 -> 1980 MHz" in both.warning
+
+
+def test_a_steady_pass_after_a_cold_one_restarts_the_kernel_table() -> None:
+    """Seen on the H200 (bench/clock_idle.py, vulkan): a pass starting at 510 MHz, then a steady one at 1980."""
+    gpu = "NVIDIA H200 (nvml:0)"
+    cold = summarize(gpu, [reading(510), reading(1200), reading(1980)])
+    warm = summarize(gpu, [reading(1980), reading(1980)])
+    assert cold.warning and restarts_table([cold], warm)  # the cold pass's times leave the table
+    assert not restarts_table([], cold) and not restarts_table([warm], cold)  # a flagged pass never restarts it
+    assert not restarts_table([warm], summarize(gpu, [reading(1965), reading(1980)]))  # same clock: merged
+    steady_low = summarize(gpu, [reading(1700), reading(1700)])  # 86% of max: no warning, but another clock
+    assert steady_low.warning is None and restarts_table([steady_low], warm)
 
 
 def test_warm_up_without_a_gpu_clock_costs_nothing() -> None:

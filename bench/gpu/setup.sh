@@ -2,6 +2,9 @@
 # wheels (.whl) and Vulkan loaders (.gl), NVIDIA's Vulkan ICD and OpenCL ICD, no compiler there.
 #   carry: .whl .gl .device     then:  source bench/gpu/setup.sh
 # Facts behind each line: ../shared/PLATFORM.md and the device tool's README.
+# .gl holds Debian bookworm's libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libgles2 libopengl0 and libx11-6
+# libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libxext6 (`apt-get download`): with only the first three, the
+# loader finds NVIDIA's ICD but "Could not get 'vkCreateInstance'" (VK_ERROR_INCOMPATIBLE_DRIVER), 2026-11-23.
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 # A warm machine keeps /tmp between calls: install once.

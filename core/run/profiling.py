@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary
 from gputop.core.timeline import breakdown_line, build_breakdown
 from gputop.core.work import module_work
 
-__all__ = ["KEEP_PASSES", "ProfilePasses"]
+__all__ = ["KEEP_PASSES", "ProfilePasses", "restarts_table"]
 
 KEEP_PASSES = 5  # periodic profiling (the TUI's --profile-every, gputop serve) keeps the newest passes' files
 EVENTS_KEPT = 100_000
@@ -42,6 +42,22 @@ def _keep_newest_passes(folder: Path) -> None:
     for stamp in passes[:-KEEP_PASSES]:
         for path in folder.glob(f"{stamp}[.-]*"):
             path.unlink(missing_ok=True)
+
+
+def restarts_table(earlier: Sequence[PassClocks], newest: PassClocks) -> bool:
+    """Whether the kernel table drops its earlier passes: they ran at another clock than this steady one.
+
+    Kernel times at 510 MHz merged with times at 1980 MHz describe neither clock, and the merged
+    table's warning would stay on screen for the rest of the run after one cold pass. A steady pass
+    (no warning) after a flagged pass, or whose mean SM clock is more than 10% from the earlier
+    passes', starts the table again.
+    """
+    if newest.warning or not earlier:
+        return False
+    if any(p.warning for p in earlier):
+        return True
+    earlier_mhz = statistics.fmean(p.mean_sm_mhz for p in earlier)
+    return abs(newest.mean_sm_mhz - earlier_mhz) > 0.1 * max(earlier_mhz, 1.0)
 
 
 class ProfilePasses:
@@ -86,6 +102,16 @@ class ProfilePasses:
                     cancel=ctx.controls.stop_event,
                 )  # fmt: skip
             clocks = watch.stop(warmup)
+            if clocks is not None and restarts_table(self._pass_clocks, clocks):
+                earlier = ", ".join(f"{p.mean_sm_mhz:.0f}" for p in self._pass_clocks)
+                ctx.state.event(
+                    "info",
+                    f"profile: earlier passes ran at another clock (mean SM {earlier} MHz); the kernel table "
+                    f"restarts from this steady pass at {clocks.mean_sm_mhz:.0f} MHz",
+                )
+                self._events.clear()
+                self._calls = 0
+                self._pass_clocks.clear()
             self._events.extend(events)
             self._calls += calls
             latest = self._rate(latest, [clocks] if clocks else [])
