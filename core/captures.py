@@ -146,15 +146,21 @@ def find_module_python() -> tuple[ModulePython | None, str]:
     return _found[key]
 
 
+def _record_of(line: str) -> dict[str, Any] | None:
+    """The JSON object on one line of the helper's output, or None (a log line, a torn line)."""
+    if not line.startswith("{"):
+        return None
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _last_record(text: str) -> dict[str, Any]:
     for line in reversed(text.splitlines()):
-        if line.startswith("{"):
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict):
-                return data
+        if (record := _record_of(line)) is not None:
+            return record
     return {}
 
 
@@ -229,13 +235,8 @@ class _HelperRun:
                 return None
             if line is None:
                 return None
-            if line.startswith("{"):
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(data, dict):
-                    return data
+            if (record := _record_of(line)) is not None:
+                return record
 
     def __enter__(self) -> _HelperRun:
         return self
