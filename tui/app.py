@@ -59,12 +59,14 @@ MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
 # Below either, the panes take turns (a tab row names them all; 1-5, p and c bring one forward):
 # two columns need 110 cells across, and their left column (Run over Memory pools) about 30 rows.
 COMPACT_BELOW = (110, 32)
+TALL_FROM = 50  # rows from which the Log pane may hold ten lines rather than three
 MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
 PARENT_ENV = "GPUTOP_PARENT_PID"  # set by gputop web for its children: live only as long as that process
 TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
 
 PANE_IDS = ("run", "memory", "kernels", "exports", "captures")
+LIVE_ACTIONS = ("toggle_pause", "profile", "capture", "reload", "choose_device", "export")  # not on a recorded run
 
 
 class GputopApp(App[int]):
@@ -228,6 +230,7 @@ class GputopApp(App[int]):
 
     def _fit(self, width: int, height: int) -> None:
         self.screen.set_class(width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1], "compact")
+        self.screen.set_class(height >= TALL_FROM, "tall")
         small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
         self.screen.set_class(small, "too-small")
         if small:
@@ -428,10 +431,8 @@ class GputopApp(App[int]):
         self._log_pane.toggle_class("grown")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """A recorded run (gputop open) offers no key that would act on a live run."""
-        if not self.source.live and action in ("toggle_pause", "profile", "capture", "reload", "choose_device", "export"):
-            return False  # shown nowhere; pressed, it does nothing (the header says the run is recorded)
-        return True
+        """A recorded run (gputop open) offers no key that would act on a live run: shown nowhere, inert."""
+        return self.source.live or action not in LIVE_ACTIONS
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

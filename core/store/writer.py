@@ -6,11 +6,12 @@ command line, flags, devices, the compiled module's cache key, the state),
 as taken, by a writer thread so the call loop never waits on the disk) and
 `report.json` at the end. A reload in the TUI continues the folder as a new
 run segment: the manifest keeps its start and lists each segment, samples
-carry their segment number, and `report.json` is the newest segment's. This is the only code that writes those three files
-(and the TUI's mid-run report exports beside them). The manifest is replaced
-atomically, lines are whole or absent, and a crash, `kill -9` or Ctrl-C leaves
-every complete line readable and the artefacts written so far in place:
-`gputop report` rebuilds what it can from them.
+carry their segment number, and `report.json` is the newest segment's.
+This is the only code that writes those three files (and the TUI's mid-run
+report exports beside them). The manifest is replaced atomically, lines are
+whole or absent, and a crash, `kill -9` or Ctrl-C leaves every complete line
+readable and the artefacts written so far in place: `gputop report` rebuilds
+what it can from them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Log pane: events and diagnostics, newest last, one line each.
 
-It takes the rows its lines need, three at most (the newest), so the panes
-above keep the screen; `l` grows it to most of the screen and back.
+It takes the rows its lines need, three at most (ten on a screen of 50 rows
+or more), so the panes above keep the screen; `l` grows it to most of the screen and back.
 Each error is one line with the path of its full log, so a compile failure
 reads as a sentence and the IR dump stays in a file. Snapshots carry their
 newest events with sequence numbers; the pane appends only the ones it has
@@ -24,6 +24,8 @@ class LogPane(RichLog):
     DEFAULT_CSS = """
     LogPane { height: auto; max-height: 5; border: round $primary; overflow-x: hidden; }
     LogPane.grown { max-height: 60%; }
+    Screen.tall LogPane { max-height: 12; }
+    Screen.tall LogPane.grown { max-height: 60%; }
     """
 
     def __init__(self, **kwargs: object) -> None:

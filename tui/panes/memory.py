@@ -17,7 +17,14 @@ from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.panes.units import BYTES, column
 from gputop.tui.report_text import human_bytes
 
-COLUMNS = (Column("device", 3), Column("type"), Column("live"), Column("peak"), Column("allocated", 2), Column("freed", 1))
+COLUMNS = (
+    Column("device", 3),
+    Column("type"),
+    Column("live"),
+    Column("peak"),
+    Column("allocated", 2),
+    Column("freed", 1),
+)
 BYTE_COLUMNS = ("live", "peak", "allocated", "freed")
 
 

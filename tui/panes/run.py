@@ -81,7 +81,7 @@ class RunPane(BoxPane):
         calls = snapshot.calls
         rate = call_rate(snapshot)
         text = (
-            f"calls {calls.count}  {rate}  synced wall time per call:\n"
+            f"calls {calls.count}  {rate}  synced wall time:\n"
             f"p50 {ms(calls.p50_ms)}  p95 {ms(calls.p95_ms)}  max {ms(calls.max_ms)}"
         )
         if snapshot.enqueue is not None and snapshot.enqueue.count:

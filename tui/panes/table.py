@@ -92,12 +92,16 @@ class KeyedTable(DataTable[object]):
         """Make the table show exactly `rows` (key -> a cell per column), touching only what changed.
 
         `labels` renames column headers (a unit that changed with the column's range).
+        With no rows the table hides (headers over nothing say nothing; each pane's hint says why).
         """
+        self.display = bool(rows)
         with self.app.batch_update():
             if labels:
                 self._labels.update(labels)
             old_rows = self._rows
-            self._rows = {key: tuple(c if isinstance(c, Text) else str(c) for c in cells) for key, cells in rows.items()}
+            self._rows = {
+                key: tuple(c if isinstance(c, Text) else str(c) for c in cells) for key, cells in rows.items()
+            }
             before = (self.shown, self._shown_labels)
             self._refit()
             if (self.shown, self._shown_labels) != before:
@@ -114,6 +118,10 @@ class KeyedTable(DataTable[object]):
                     ):
                         if before_cell != after_cell:
                             self.update_cell(key, name, after_cell, update_width=True)
+
+    def row_cells(self, key: str) -> dict[str, object]:
+        """Every column's cell of row `key`, shown or not, by column name."""
+        return {c.name: cell for c, cell in zip(self.columns_all, self._rows[key], strict=True)}
 
     @property
     def row_keys(self) -> list[str]:

@@ -11,7 +11,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-TABS = (("run", "Run"), ("memory", "Memory pools"), ("kernels", "Kernels"), ("exports", "Exports"), ("captures", "Captures"))
+TABS = (
+    ("run", "Run"),
+    ("memory", "Memory pools"),
+    ("kernels", "Kernels"),
+    ("exports", "Exports"),
+    ("captures", "Captures"),
+)
 
 
 class PaneTabs(Static):

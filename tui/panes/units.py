@@ -43,9 +43,9 @@ def in_unit(value: float | None, factor: float) -> str:
     return f"{scaled:.3g}"
 
 
-def column(name: str, values: Sequence[float | None], steps: Sequence[tuple[float, str]], suffix: str = "") -> tuple[
-    str, list[str]
-]:
+def column(
+    name: str, values: Sequence[float | None], steps: Sequence[tuple[float, str]], suffix: str = ""
+) -> tuple[str, list[str]]:
     """The header (`avg ms`, `FLOP/s G`) and the cells of one numeric column."""
     factor, unit = pick_unit(values, steps)
     label = f"{name} {unit}{suffix}".rstrip()
