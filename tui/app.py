@@ -83,6 +83,8 @@ class GputopApp(App[int]):
     #too-small { display: none; height: 1fr; content-align: center middle; text-align: center; }
     Screen.too-small #panes, Screen.too-small #log, Screen.too-small #tabs { display: none; }
     Screen.too-small #too-small { display: block; }
+    Screen.tall #log { max-height: 12; }
+    Screen.tall #log.grown { max-height: 60%; }
     Screen.no-color Sparkline > .sparkline--max-color { color: $foreground; }
     Screen.no-color Sparkline > .sparkline--min-color { color: $foreground; }
     """

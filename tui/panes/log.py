@@ -24,8 +24,6 @@ class LogPane(RichLog):
     DEFAULT_CSS = """
     LogPane { height: auto; max-height: 5; border: round $primary; overflow-x: hidden; }
     LogPane.grown { max-height: 60%; }
-    Screen.tall LogPane { max-height: 12; }
-    Screen.tall LogPane.grown { max-height: 60%; }
     """
 
     def __init__(self, **kwargs: object) -> None:
