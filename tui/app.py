@@ -160,7 +160,7 @@ class GputopApp(App[int]):
         ]
         self._log_pane = self.query_one(LogPane)
         self._generation = self.source.generation  # snapshots of older runs (before a reload) are not drawn
-        self.screen.set_class(bool(os.environ.get("NO_COLOR")), "no-color")
+        self.screen.set_class(self.no_color, "no-color")  # Textual takes NO_COLOR out of the environment
         self.bring_forward("run")
         self._fit(self.size.width, self.size.height)
         if self.source.origin:
