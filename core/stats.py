@@ -24,6 +24,11 @@ RECENT = 120
 RATE_WINDOW_S = 5.0  # calls/s is counted over the calls that ended this long ago at most
 
 
+def rate_window(call_s: float) -> float:
+    """How far back calls/s looks: RATE_WINDOW_S, or long enough for three calls of `call_s` seconds."""
+    return max(RATE_WINDOW_S, 3.5 * call_s)
+
+
 class CallTimer:
     """Call times: exact count, min, max, sum and histogram; percentiles over a window of the newest.
 
@@ -41,7 +46,8 @@ class CallTimer:
         self._last_at: float | None = None
         self._buckets = [0] * (len(CALL_BUCKETS_MS) + 1)
         self._sum_ms = 0.0
-        self._ends: deque[float] = deque()  # end stamps of the calls within RATE_WINDOW_S of the newest
+        self._ends: deque[float] = deque()  # end stamps of the calls within the rate's window of the newest
+        self._window_s = RATE_WINDOW_S
 
     @property
     def count(self) -> int:
@@ -62,18 +68,22 @@ class CallTimer:
             self._first_at = stamp - seconds
         self._last_at = stamp
         self._ends.append(stamp)
-        while self._ends and self._ends[0] < stamp - RATE_WINDOW_S:
+        self._window_s = rate_window(seconds)
+        while self._ends and self._ends[0] < stamp - self._window_s:
             self._ends.popleft()
 
     def recent_rate(self, now: float | None = None) -> float | None:
-        """Calls per second over the calls that ended in the last RATE_WINDOW_S before `now`; None if too few.
+        """Calls per second over the calls that ended in the window before `now`; None if too few.
+
+        The window is RATE_WINDOW_S, or longer where calls are slow (a 5 s call
+        still has a rate): `rate_window` of the newest call's time.
 
         Counted between the first and the last end inside the window, so a run
         that has just started (or resumed) shows its rate at once, and a run
         whose calls stopped (paused, stuck) shows none once the window is past.
         """
         now = time.perf_counter() if now is None else now
-        ends = [stamp for stamp in self._ends if stamp >= now - RATE_WINDOW_S]
+        ends = [stamp for stamp in self._ends if stamp >= now - self._window_s]
         if len(ends) < 2 or ends[-1] <= ends[0]:
             return None
         return (len(ends) - 1) / (ends[-1] - ends[0])

@@ -40,3 +40,13 @@ def test_a_just_resumed_run_shows_its_rate_at_once() -> None:
     assert timer.recent_rate(now=100.0) is None
     timer.add(0.01, ended_at=100.25)
     assert timer.recent_rate(now=100.25) == pytest.approx(4.0)
+
+
+def test_slow_calls_still_have_a_rate() -> None:
+    """A model whose calls take 4.7 s (ResNet-50 on two CPU cores) ends fewer than two calls in 5 s."""
+    timer = CallTimer()
+    for index in range(4):
+        timer.add(4.7, ended_at=100.0 + index * 4.7)
+    now = 100.0 + 3 * 4.7 + 1.0
+    assert timer.recent_rate(now=now) == pytest.approx(1 / 4.7)
+    assert timer.recent_rate(now=now + 20.0) is None  # and none once they stop
