@@ -17,13 +17,14 @@ from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.panes.units import BYTES, column
 from gputop.tui.report_text import human_bytes
 
+# What is held now first, then its high-water mark; the device only where there are several.
 COLUMNS = (
     Column("device", 3),
     Column("type"),
     Column("live"),
-    Column("peak"),
-    Column("allocated", 2),
-    Column("freed", 1),
+    Column("peak", 1),
+    Column("allocated", 3),
+    Column("freed", 2),
 )
 BYTE_COLUMNS = ("live", "peak", "allocated", "freed")
 
@@ -69,6 +70,7 @@ class MemoryPane(BoxPane):
             committed = sum(p.committed_bytes for p in snapshot.profile.pools)
             lines.append(f"HAL pools (profile): reserved {human_bytes(reserved)}, committed {human_bytes(committed)}")
         lines.append(f"host RSS {human_bytes(sample.host_rss_bytes)} of {human_bytes(sample.host_total_bytes)}")
-        self.query_one("#memory-table", KeyedTable).sync(rows, labels)
+        several = len(sample.devices) > 1  # then the device says which row is which: it stays
+        self.query_one("#memory-table", KeyedTable).sync(rows, labels, {"device": 0 if several else 3})
         self.query_one("#memory-device", Static).update("\n".join(lines))
         self.query_one("#memory-sparkline", Sparkline).data = list(snapshot.memory_history)

@@ -39,6 +39,7 @@ class KeyedTable(DataTable[object]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
         self.columns_all = tuple(c if isinstance(c, Column) else Column(c) for c in columns)
         self._labels: dict[str, str] = {c.name: c.name for c in self.columns_all}
+        self._priorities: dict[str, int] = {c.name: c.priority for c in self.columns_all}
         self._rows: dict[str, tuple[object, ...]] = {}  # every column's cell, shown or not
         self.shown: tuple[str, ...] = ()  # the columns on screen now
         self._shown_labels: tuple[str, ...] = ()
@@ -57,9 +58,10 @@ class KeyedTable(DataTable[object]):
             cells = [text_width(row[index]) for row in self._rows.values()]
             widths[col.name] = max([cell_len(self._labels[col.name]), *cells]) + pad
         kept = list(self.columns_all)
+        priority = self._priorities
         if width > 0:
-            while sum(widths[c.name] for c in kept) > width and any(c.priority for c in kept):
-                drop = max((c for c in kept if c.priority), key=lambda c: (c.priority, kept.index(c)))
+            while sum(widths[c.name] for c in kept) > width and any(priority[c.name] for c in kept):
+                drop = max((c for c in kept if priority[c.name]), key=lambda c: (priority[c.name], kept.index(c)))
                 kept.remove(drop)
         return tuple(c.name for c in kept)
 
@@ -88,16 +90,24 @@ class KeyedTable(DataTable[object]):
         index = {c.name: i for i, c in enumerate(self.columns_all)}
         return [cells[index[name]] for name in self.shown]
 
-    def sync(self, rows: Mapping[str, Sequence[object]], labels: Mapping[str, str] | None = None) -> None:
+    def sync(
+        self,
+        rows: Mapping[str, Sequence[object]],
+        labels: Mapping[str, str] | None = None,
+        priorities: Mapping[str, int] | None = None,
+    ) -> None:
         """Make the table show exactly `rows` (key -> a cell per column), touching only what changed.
 
-        `labels` renames column headers (a unit that changed with the column's range).
+        `labels` renames column headers (a unit that changed with the column's range); `priorities`
+        changes how much a column matters (the device column, once there are two devices).
         With no rows the table hides (headers over nothing say nothing; each pane's hint says why).
         """
         self.display = bool(rows)
         with self.app.batch_update():
             if labels:
                 self._labels.update(labels)
+            if priorities:
+                self._priorities.update(priorities)
             old_rows = self._rows
             self._rows = {
                 key: tuple(c if isinstance(c, Text) else str(c) for c in cells) for key, cells in rows.items()
