@@ -119,7 +119,8 @@ class CallStats:
     p95_ms: float | None = None
     max_ms: float | None = None
     mean_ms: float | None = None
-    calls_per_s: float | None = None
+    calls_per_s: float | None = None  # over the whole run: what a report of a finished run says
+    recent_calls_per_s: float | None = None  # over the calls that ended in the last few seconds: what runs now
     recent_ms: tuple[float, ...] = ()
     # Every call since the start, counted per bucket of CALL_BUCKETS_MS (not cumulative; the last
     # bucket is +Inf), and their summed time: what a Prometheus histogram needs, exact over hours.
@@ -473,6 +474,7 @@ class RunSnapshot:
     state_since: float | None = None  # when the current state began: how long a compile has run so far
     timestamp: float = field(default_factory=now)
     parameters: ParameterLoad | None = None  # the parameters' load: live while it runs, its totals after
+    segment: int = 0  # which run of the session folder (a TUI reload continues the folder as segment 1, 2, ...)
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,16 @@ The TUI runs calls in a loop for as long as the user watches, so keeping
 every call time forever would grow without bound. This keeps exact count,
 min and max, plus a window of the most recent calls for percentiles and the
 sparkline; reports of finite runs (under the window size) are exact.
+The rate shown live is taken over the calls that ended in the last
+`RATE_WINDOW_S` seconds, so it follows what the run does now (a pause, a
+slower phase) instead of averaging the whole run.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
+from collections import deque
 
 import numpy as np
 
@@ -17,6 +21,12 @@ from gputop.core.snapshot import CALL_BUCKETS_MS, CallStats
 
 WINDOW = 10_000
 RECENT = 120
+RATE_WINDOW_S = 5.0  # calls/s is counted over the calls that ended this long ago at most
+
+
+def rate_window(call_s: float) -> float:
+    """How far back calls/s looks: RATE_WINDOW_S, or long enough for three calls of `call_s` seconds."""
+    return max(RATE_WINDOW_S, 3.5 * call_s)
 
 
 class CallTimer:
@@ -36,13 +46,16 @@ class CallTimer:
         self._last_at: float | None = None
         self._buckets = [0] * (len(CALL_BUCKETS_MS) + 1)
         self._sum_ms = 0.0
+        self._ends: deque[float] = deque()  # end stamps of the calls within the rate's window of the newest
+        self._window_s = RATE_WINDOW_S
 
     @property
     def count(self) -> int:
         """Calls added since the start (the window keeps only the newest)."""
         return self._count
 
-    def add(self, seconds: float) -> None:
+    def add(self, seconds: float, *, ended_at: float | None = None) -> None:
+        """One call of `seconds`, ended at `ended_at` (perf_counter seconds; now when not given)."""
         ms = seconds * 1e3
         self._window[self._count % WINDOW] = ms
         self._buckets[bisect.bisect_left(CALL_BUCKETS_MS, ms)] += 1
@@ -50,10 +63,30 @@ class CallTimer:
         self._count += 1
         self._min = min(self._min, ms)
         self._max = max(self._max, ms)
-        stamp = time.perf_counter()
+        stamp = time.perf_counter() if ended_at is None else ended_at
         if self._first_at is None:
             self._first_at = stamp - seconds
         self._last_at = stamp
+        self._ends.append(stamp)
+        self._window_s = rate_window(seconds)
+        while self._ends and self._ends[0] < stamp - self._window_s:
+            self._ends.popleft()
+
+    def recent_rate(self, now: float | None = None) -> float | None:
+        """Calls per second over the calls that ended in the window before `now`; None if too few.
+
+        The window is RATE_WINDOW_S, or longer where calls are slow (a 5 s call
+        still has a rate): `rate_window` of the newest call's time.
+
+        Counted between the first and the last end inside the window, so a run
+        that has just started (or resumed) shows its rate at once, and a run
+        whose calls stopped (paused, stuck) shows none once the window is past.
+        """
+        now = time.perf_counter() if now is None else now
+        ends = [stamp for stamp in self._ends if stamp >= now - self._window_s]
+        if len(ends) < 2 or ends[-1] <= ends[0]:
+            return None
+        return (len(ends) - 1) / (ends[-1] - ends[0])
 
     def _recent(self, n: int) -> np.ndarray:
         """The newest `n` times, oldest first."""
@@ -63,7 +96,7 @@ class CallTimer:
             return self._window[end - n : end]
         return np.concatenate((self._window[WINDOW - (n - end) :], self._window[:end]))
 
-    def snapshot(self) -> CallStats:
+    def snapshot(self, now: float | None = None) -> CallStats:
         if not self._count:
             return CallStats()
         values = self._window[: min(self._count, WINDOW)]
@@ -77,6 +110,7 @@ class CallTimer:
             max_ms=round(self._max, 4),
             mean_ms=round(float(values.mean()), 4),
             calls_per_s=round(self._count / elapsed, 3) if elapsed > 0 else None,
+            recent_calls_per_s=round(rate, 3) if (rate := self.recent_rate(now)) is not None else None,
             recent_ms=tuple(float(v) for v in self._recent(RECENT)),
             buckets=tuple(self._buckets),
             sum_ms=self._sum_ms,

@@ -62,7 +62,7 @@ def test_gputop_in_tmux(tmp_path: Path) -> None:
     try:
         term.wait_for(lambda s: call_count(s) > 0)
         term.keys("p")
-        term.wait_for(lambda s: "profile:" in s)
+        term.wait_for(lambda s: "matmul_256x1024x1024" in s)  # the pass's kernels (the Log keeps a few lines)
         term.keys("space")
         term.wait_for(lambda s: "paused" in s)
         term.keys("?")
@@ -142,8 +142,9 @@ def test_attach_follows_a_served_run_and_p_profiles_it(tmp_path: Path) -> None:
         term.wait_for(lambda s: call_count(s) > seen)  # it follows the run as it grows
         assert "profile:" not in screen
         term.keys("p")
-        # the pass arrives, kernels and all (a kernel is named by its work: matmul_MxNxK)
-        screen = term.wait_for(lambda s: "profile:" in s and "matmul_256x1024x1024" in s)
+        # the pass arrives, kernels and all (a kernel is named by its work: matmul_MxNxK; the Log keeps
+        # a few lines, so its "profile:" line may have scrolled by)
+        screen = term.wait_for(lambda s: "matmul_256x1024x1024" in s)
         profiles = [json.loads(line).get("profile") for line in (folder / "samples.jsonl").read_text().splitlines()]
         assert any(profiles), "the pass was taken by the served run, not by the viewer"
         term.keys("q")
@@ -159,3 +160,37 @@ def test_attach_follows_a_served_run_and_p_profiles_it(tmp_path: Path) -> None:
             serve.terminate()
         serve.wait(timeout=60)
     assert serve.returncode == 143
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"])
+def test_every_size_shows_every_pane_and_reload_shows_no_old_row(tmp_path: Path, size: tuple[int, int]) -> None:
+    """At each size: every pane's title and `? Help` on screen; p shows the kernels with count, avg, min
+    and max; r brings no row of the old run back and continues the same session folder."""
+    state = tmp_path / "state"
+    exit_file = tmp_path / "exit_code"
+    command = f"cd {tmp_path} && GPUTOP_STATE_DIR={state} {GPUTOP} --device local-task; echo $? > {exit_file}; sleep 60"
+    term = Terminal(command, *size)
+    try:
+        screen = term.wait_for(lambda s: call_count(s) > 0)
+        for title in ("Run", "Memory pools", "Kernels", "Exports", "Captures", "Log", "? Help"):
+            assert title in screen, (title, screen)
+        assert all(len(line) <= size[0] for line in screen.splitlines())
+        term.keys("p")  # at 80x24 it also brings Kernels forward
+        screen = term.wait_for(lambda s: "matmul_256x1024x1024" in s)
+        for header in ("count", "avg ", "min ", "max "):
+            assert header in screen, (header, screen)
+        term.keys("r")
+        screen = term.wait_for(lambda s: "no profile yet" in s)
+        assert "matmul_256x1024x1024" not in screen
+        term.keys("1")  # Run forward (at 80x24): the new run calls on
+        screen = term.wait_for(lambda s: call_count(s) > 0)
+        assert "matmul_256x1024x1024" not in screen
+        term.keys("q")
+        deadline = time.monotonic() + 30
+        while not exit_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert exit_file.read_text().strip() == "0"
+        [folder] = list((state / "sessions").iterdir())  # the reload went on in the same folder
+        assert f"session recorded in {folder}" in term.screen().replace("\n", "")
+    finally:
+        term.close()

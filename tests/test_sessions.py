@@ -189,6 +189,8 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
 
 
 async def test_open_shows_a_session_read_only(tmp_path: Path) -> None:
+    from textual.widgets import Footer
+
     from gputop.core.store.reader import read_tail
     from gputop.tui.app import GputopApp
     from gputop.tui.bridge import ReplaySource
@@ -201,9 +203,13 @@ async def test_open_shows_a_session_read_only(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.5)
         assert app.snapshot is not None and app.snapshot.state == "finished"
+        # It says it is recorded, and offers no key that would act on a live run.
+        assert "recorded, read-only" in str(app.query_one("#header").render())
+        keys = {getattr(key, "key", "") for key in app.query_one(Footer).query("FooterKey")}
+        assert "question_mark" in keys and not keys & {"space", "p", "c", "r", "d", "e"}
         await pilot.press("space")
         await pilot.pause(0.2)
-        assert "pause: this is a recorded run" in "\n".join(app.query_one(LogPane).messages)
+        assert app.snapshot.state == "finished" and "paused" not in app.query_one(LogPane).messages
 
 
 def test_open_of_an_empty_session_is_an_error(tmp_path: Path) -> None:

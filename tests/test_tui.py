@@ -17,6 +17,7 @@ from gputop.core.store.replay import read_snapshots
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import CaptureInfo, EngineBridge, ReplaySource, RunConfig, SnapshotArrived
 from gputop.tui.panes.log import LogPane
+from gputop.tui.panes.table import KeyedTable
 from gputop.tui.report_text import DISPATCH_COLUMNS
 from gputop.tui.roofline import RooflineScreen
 from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen
@@ -77,6 +78,7 @@ async def test_space_pauses_and_resumes() -> None:
         frozen = calls(app)
         await pilot.pause(0.5)
         assert calls(app) == frozen
+        assert f"calls {frozen}  paused" in str(app.query_one("#run-calls").render())  # no rate while paused
         await pilot.press("space")
         await wait_for(pilot, lambda: calls(app) > frozen)
         assert "paused" in log_text(app) and "resumed" in log_text(app)
@@ -196,18 +198,20 @@ async def test_snapshots_keep_coming_while_help_is_open() -> None:
 
 async def test_p_profiles_into_the_kernels_pane() -> None:
     app = live_app()
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(200, 60)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
         await pilot.press("p")
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
         await pilot.pause(0.3)
-        table = app.query_one("#kernels-table")
-        assert table.row_count == 3  # type: ignore[attr-defined]
+        table = app.query_one("#kernels-table", KeyedTable)
+        assert table.row_count == 3
         assert any("profile: 3 kernels" in line for line in app.query_one(LogPane).messages)
-        # Each row says how close the kernel came to the device's limit.
-        row = table.get_row("mlp_dispatch_0_matmul_256x1024x1024_f32")  # type: ignore[attr-defined]
-        assert row[0] == "0 matmul_256x1024x1024" and row[2].endswith("G") and row[3].endswith("%")
-        assert row[4] in ("compute", "memory")
+        # Each row says how close the kernel came to the device's limit; at 200 columns every column shows.
+        assert set(table.shown) == {c.name for c in table.columns_all}
+        row = table.row_cells("mlp_dispatch_0_matmul_256x1024x1024_f32")
+        assert row["kernel"] == "0 matmul_256x1024x1024" and str(row["%peak"]).endswith("%")
+        assert float(str(row["FLOP/s"])) > 0 and str(table.columns["FLOP/s"].label).endswith("FLOP/s")
+        assert row["bound"] in ("compute", "memory")
         assert "peak" in str(app.query_one("#kernels-summary").render())
         # f: the roofline, each kernel numbered under the ceilings; escape closes it.
         await pilot.press("f")

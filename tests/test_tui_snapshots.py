@@ -20,22 +20,28 @@ def _utc() -> None:
     time.tzset()
 
 
+PROFILED = Path(__file__).parent / "data" / "mlp_profiled_local_task.jsonl"
+
+
+async def _settle(pilot: object) -> None:
+    await pilot.pause(0.5)  # type: ignore[attr-defined]
+
+
 def replay_app() -> GputopApp:
     return GputopApp(ReplaySource.from_file(RECORDING))
 
 
-def test_running_at_120x40(snap_compare: object) -> None:
-    async def settle(pilot: object) -> None:
-        await pilot.pause(0.5)  # type: ignore[attr-defined]
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"])
+def test_running_at(snap_compare: object, size: tuple[int, int]) -> None:
+    """The recorded profiled run at each size: compact tabs at 80x24, two columns above."""
+    app = GputopApp(ReplaySource.from_file(PROFILED))
+    assert snap_compare(app, terminal_size=size, run_before=_settle)  # type: ignore[operator]
 
-    assert snap_compare(replay_app(), terminal_size=(120, 40), run_before=settle)  # type: ignore[operator]
 
-
-def test_running_at_80x24(snap_compare: object) -> None:
-    async def settle(pilot: object) -> None:
-        await pilot.pause(0.5)  # type: ignore[attr-defined]
-
-    assert snap_compare(replay_app(), terminal_size=(80, 24), run_before=settle)  # type: ignore[operator]
+def test_kernels_forward_at_80x24(snap_compare: object) -> None:
+    """At 80x24 the panes take turns: 3 brings Kernels forward (p does too, on a live run)."""
+    app = GputopApp(ReplaySource.from_file(PROFILED))
+    assert snap_compare(app, press=["3"], terminal_size=(80, 24), run_before=_settle)  # type: ignore[operator]
 
 
 def test_help_screen(snap_compare: object) -> None:
@@ -45,12 +51,7 @@ def test_help_screen(snap_compare: object) -> None:
     assert snap_compare(replay_app(), press=["question_mark"], terminal_size=(120, 40), run_before=settle)  # type: ignore[operator]
 
 
-PROFILED = Path(__file__).parent / "data" / "mlp_profiled_local_task.jsonl"
 ROOFLINE_RECORDING = Path(__file__).parent / "data" / "mlp_local_task_roofline.jsonl"
-
-
-async def _settle(pilot: object) -> None:
-    await pilot.pause(0.5)  # type: ignore[attr-defined]
 
 
 def test_timeline_at_80x24(snap_compare: object) -> None:

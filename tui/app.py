@@ -30,8 +30,10 @@ from textual.worker import Worker, WorkerState
 from gputop.tui.bridge import (
     BUSY_STATES,
     AttachSource,
+    CallStats,
     CaptureInfo,
     EngineBridge,
+    Phases,
     ReplaySource,
     RunConfig,
     RunSnapshot,
@@ -40,6 +42,7 @@ from gputop.tui.bridge import (
     SourceNote,
 )
 from gputop.tui.ending import SignalEnding
+from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.captures import CapturesPane
 from gputop.tui.panes.exports import ExportsPane
 from gputop.tui.panes.header import HeaderBar
@@ -47,29 +50,47 @@ from gputop.tui.panes.kernels import KernelsPane
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.memory import MemoryPane
 from gputop.tui.panes.run import RunPane
+from gputop.tui.panes.tabs import PaneTabs
 from gputop.tui.panes.timeline import TimelineScreen
 from gputop.tui.roofline import RooflineScreen
 from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen
 
 MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
-NARROW_BELOW = 110
+# Below either, the panes take turns (a tab row names them all; 1-5, p and c bring one forward):
+# two columns need 110 cells across, and their left column (Run over Memory pools) about 30 rows.
+COMPACT_BELOW = (110, 32)
+TALL_FROM = 50  # rows from which the Log pane may hold ten lines rather than three
 MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
 PARENT_ENV = "GPUTOP_PARENT_PID"  # set by gputop web for its children: live only as long as that process
 TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
+
+
+PANE_IDS = ("run", "memory", "kernels", "exports", "captures")
+LIVE_ACTIONS = ("toggle_pause", "profile", "capture", "reload", "choose_device", "export")  # not on a recorded run
 
 
 class GputopApp(App[int]):
     TITLE = "gputop"
     CSS = """
     Screen { layout: vertical; }
-    #panes { grid-size: 2; grid-columns: 1fr 1fr; grid-rows: auto; height: auto; max-height: 75%; overflow-y: auto; }
-    #panes.narrow { grid-size: 1; grid-columns: 1fr; }
+    #tabs { display: none; }
+    #panes { grid-size: 2; grid-columns: 2fr 3fr; grid-rows: auto; height: 1fr; overflow-y: auto; overflow-x: hidden; }
     #left, #right { height: auto; }
+    Screen.compact #tabs { display: block; }
+    Screen.compact #panes { grid-size: 1; grid-columns: 1fr; }
+    Screen.compact BoxPane { display: none; }
+    Screen.compact BoxPane.front { display: block; }
     #too-small { display: none; height: 1fr; content-align: center middle; text-align: center; }
-    Screen.too-small #panes, Screen.too-small #log { display: none; }
+    Screen.too-small #panes, Screen.too-small #log, Screen.too-small #tabs { display: none; }
     Screen.too-small #too-small { display: block; }
+    Screen.tall #log { max-height: 12; }
+    Screen.tall #log.grown { max-height: 60%; }
+    Screen.no-color Sparkline > .sparkline--max-color { color: $foreground; }
+    Screen.no-color Sparkline > .sparkline--min-color { color: $foreground; }
     """
+    # `?` first: however narrow the footer, it shows Help.
     BINDINGS = [
+        Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("space", "toggle_pause", "Pause"),
@@ -80,9 +101,10 @@ class GputopApp(App[int]):
         Binding("r", "reload", "Reload"),
         Binding("d", "choose_device", "Device"),
         Binding("e", "export", "Export"),
+        Binding("l", "grow_log", "Log"),
         Binding("s", "save_svg", "Screenshot"),
         Binding("f", "roofline", "Roofline"),
-        Binding("question_mark", "help", "Help"),
+        *(Binding(str(n), f"bring_forward('{pane}')", show=False) for n, pane in enumerate(PANE_IDS, 1)),
     ]
 
     def __init__(self, source: SnapshotSource, *, handle_signals: bool = False) -> None:
@@ -111,6 +133,7 @@ class GputopApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
+        yield PaneTabs(id="tabs")
         with Grid(id="panes"):
             with Vertical(id="left"):
                 yield RunPane(id="run")
@@ -136,9 +159,14 @@ class GputopApp(App[int]):
             self.query_one(LogPane),
         ]
         self._log_pane = self.query_one(LogPane)
+        self._generation = self.source.generation  # snapshots of older runs (before a reload) are not drawn
+        self.screen.set_class(self.no_color, "no-color")  # Textual takes NO_COLOR out of the environment
+        self.bring_forward("run")
         self._fit(self.size.width, self.size.height)
         if self.source.origin:
             self._panes[0].set_origin(self.source.origin)
+        if not self.source.live:
+            self._panes[0].recorded = True
         self.source.attach(self)
         self.source.start()
         self.set_interval(1.0, self._tick_busy_header)
@@ -203,7 +231,8 @@ class GputopApp(App[int]):
         self._fit(event.size.width, event.size.height)
 
     def _fit(self, width: int, height: int) -> None:
-        self.query_one("#panes").set_class(width < NARROW_BELOW, "narrow")
+        self.screen.set_class(width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1], "compact")
+        self.screen.set_class(height >= TALL_FROM, "tall")
         small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
         self.screen.set_class(small, "too-small")
         if small:
@@ -214,6 +243,8 @@ class GputopApp(App[int]):
 
     # -- snapshots ------------------------------------------------------------
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
+        if message.generation < self._generation:
+            return  # the run before a reload or a device switch: none of its numbers are drawn
         self.snapshot = message.snapshot
         wait = MIN_FRAME_S - (time.monotonic() - self._last_frame)
         if wait <= 0:
@@ -269,11 +300,13 @@ class GputopApp(App[int]):
             self.log_line("info", "paused" if state == "paused" else "resumed")
 
     def action_profile(self) -> None:
+        self.bring_forward("kernels")
         reason = self.source.request_profile()
         if reason:
             self.log_line("warning", f"profile: {reason}")
 
     def action_capture(self) -> None:
+        self.bring_forward("captures")
         reason = self.source.request_capture()
         self.log_line(*(("warning", f"capture: {reason}") if reason else ("info", "capturing the next call...")))
 
@@ -305,6 +338,7 @@ class GputopApp(App[int]):
         if self._refused("reload"):
             return
         self.log_line("info", "reloading: recompiling if the source changed")
+        self._clear_run_views()
         self._restart_engine()
 
     def action_choose_device(self) -> None:
@@ -322,12 +356,39 @@ class GputopApp(App[int]):
         if device_id is None:
             return
         self.log_line("info", f"moving the run to {device_id}")
+        self._clear_run_views(device_changed=True)
         self._restart_engine(device=device_id)
+
+    def _clear_run_views(self, *, device_changed: bool = False) -> None:
+        """A new run is coming: draw every pane empty now, and nothing of the old run from here on.
+
+        The source numbers its runs; snapshots of this one or older, even those
+        already queued, are dropped (`on_snapshot_arrived`) until the new run's come.
+        """
+        self._generation = self.source.generation + 1
+        self._log_pane.reset()  # the new run numbers its events from 1
+        old = self.snapshot
+        if old is None:
+            return
+        blank = RunSnapshot(
+            state="idle",
+            target=old.target,
+            function=old.function,
+            device=None if device_changed else old.device,
+            phases=Phases(),
+            calls=CallStats(),
+            memory=None,
+            memory_history=(),
+            diagnostics=(),
+            events=(),
+            session_dir=old.session_dir,
+        )
+        self.snapshot = blank
+        self._draw()
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _restart_engine(self, **changes: object) -> None:
         self.source.restart(**changes)
-        self.call_from_thread(self._log_pane.reset)
 
     def action_export(self) -> None:
         if self._refused("export"):
@@ -357,6 +418,23 @@ class GputopApp(App[int]):
         folder = self.source.session_dir or Path.cwd()
         path = self.save_screenshot(path=str(folder))
         self.log_line("info", f"screenshot saved to {path}")
+
+    def bring_forward(self, pane_id: str) -> None:
+        """In the compact layout, show `pane_id` in place of the others (the wide one shows them all)."""
+        for pane in self.query(BoxPane):
+            pane.set_class(pane.id == pane_id, "front")
+        self.query_one(PaneTabs).show_front(pane_id)
+
+    def action_bring_forward(self, pane_id: str) -> None:
+        self.bring_forward(pane_id)
+
+    def action_grow_log(self) -> None:
+        """The Log pane holds a few lines; `l` gives it half the screen, and back."""
+        self._log_pane.toggle_class("grown")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A recorded run (gputop open) offers no key that would act on a live run: shown nowhere, inert."""
+        return self.source.live or action not in LIVE_ACTIONS
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

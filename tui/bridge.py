@@ -85,11 +85,17 @@ RECORDED = "this is a recorded run"
 
 
 class SnapshotArrived(Message):
-    """A new snapshot of the run. Consecutive ones replace each other in the queue."""
+    """A new snapshot of the run. Consecutive ones replace each other in the queue.
 
-    def __init__(self, snapshot: RunSnapshot) -> None:
+    `generation` says which run of the source it belongs to: after a reload or
+    a device switch the app draws nothing of an older one, even a snapshot
+    still queued from before.
+    """
+
+    def __init__(self, snapshot: RunSnapshot, generation: int = 0) -> None:
         super().__init__()
         self.snapshot = snapshot
+        self.generation = generation
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SnapshotArrived)
@@ -113,6 +119,7 @@ class SnapshotSource(Protocol):
 
     live: bool
     origin: str | None  # whose run this is, when another process drives it (pid, host, command, since)
+    generation: int  # counts restarts: snapshots carry the one they belong to
 
     def attach(self, target: _Poster) -> None:
         """Where snapshots go (`post_message`)."""
@@ -142,7 +149,7 @@ class SnapshotSource(Protocol):
         """Why `action` (reload, device, export) cannot happen here, or None."""
 
     def restart(self, **changes: Any) -> None:
-        """Stop, then start again with `changes` to the config (blocking)."""
+        """Stop, then start again with `changes` to the config, as generation + 1 (blocking)."""
 
     def runnable_devices(self) -> list[DeviceInfo]:
         """Devices a run can move to (blocking: drivers are asked)."""
@@ -169,6 +176,8 @@ class EngineBridge:
 
     def __init__(self, config: RunConfig) -> None:
         self._config = config
+        self.generation = 0
+        self._segment = 0
         self._target: _Poster | None = None
         self._session: Session | None = None
         self._lock = threading.Lock()
@@ -201,8 +210,9 @@ class EngineBridge:
             # Started before any session can load RenderDoc into this process: its children are plain.
             self._capture_reader = CaptureVerifier()
         with self._lock:
-            session = Session(self._config)
-            session.subscribe(lambda snapshot: target.post_message(SnapshotArrived(snapshot)))
+            session = Session(self._config, segment=self._segment)
+            generation = self.generation
+            session.subscribe(lambda snapshot: target.post_message(SnapshotArrived(snapshot, generation)))
             self._session = session
         for level, text in self._notes:
             target.post_message(SourceNote(level, text))
@@ -252,9 +262,17 @@ class EngineBridge:
         return None
 
     def restart(self, **changes: Any) -> None:
+        """The same target goes on in the same session folder as a new segment; another target gets its own."""
+        self.generation += 1
         self._stop_session()
-        if changes:
-            self._config = replace(self._config, **changes)
+        previous = self._session
+        config = replace(self._config, **changes) if changes else self._config
+        if previous is not None and config.target == self._config.target:
+            config = replace(config, session_dir=previous.session_dir)
+            self._segment += 1
+        else:
+            self._segment = 0
+        self._config = config
         self.start()
 
     def toggle_pause(self) -> str | None:
@@ -307,6 +325,7 @@ class ReplaySource:
 
     live = False
     origin = None
+    generation = 0
 
     def __init__(self, snapshots: list[RunSnapshot]) -> None:
         self._snapshots = snapshots
@@ -380,6 +399,7 @@ class AttachSource:
     """
 
     live = True
+    generation = 0
     POLL_S = 0.25
     WATCH_EVERY_S = 2.0
     WATCH_LEASE_S = 6.0  # three missed renewals and the record thins again

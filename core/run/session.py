@@ -45,12 +45,14 @@ __all__ = ["RunConfig", "Session"]
 class Session:
     """One run on one or more devices, driven by a background thread."""
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, *, segment: int = 0) -> None:
+        """`segment` > 0 continues `config.session_dir` as that run segment (a reload in the TUI)."""
         self.config = config
+        self.segment = segment
         self.session_dir = config.session_dir or new_session_dir(label=config.target_info.label)
         self.session_dir.mkdir(parents=True, exist_ok=True)
-        self._writer = SessionWriter(self.session_dir, to_json(config), every_s=config.record_every_s)
-        self._state = RunState(config.target, self.session_dir, self._writer, function=config.function)
+        self._writer = SessionWriter(self.session_dir, to_json(config), every_s=config.record_every_s, segment=segment)
+        self._state = RunState(config.target, self.session_dir, self._writer, function=config.function, segment=segment)
         self._controls = Controls()
         self._context = RunContext(config, self._state, self._controls, self.session_dir)
         self._flow: Flow | None = None

@@ -73,8 +73,11 @@ class RunOutcome:
 class RunState:
     """Everything a run knows about itself, behind one lock, published as snapshots."""
 
-    def __init__(self, target: str, session_dir: Path, writer: SessionWriter, function: str | None = None) -> None:
+    def __init__(
+        self, target: str, session_dir: Path, writer: SessionWriter, function: str | None = None, *, segment: int = 0
+    ) -> None:
         self._target = target
+        self._segment = segment
         self._session_dir = session_dir
         self._writer = writer
         self._lock = threading.RLock()
@@ -437,6 +440,7 @@ class RunState:
             errors=self._errors,
             state_since=self._state_since,
             parameters=self._live_parameters(),
+            segment=self._segment,
         )
 
     def _live_parameters(self) -> ParameterLoad | None:

@@ -4,11 +4,14 @@ Every run leaves a folder that outlives it: `manifest.json` (versions,
 command line, flags, devices, the compiled module's cache key, the state),
 `samples.jsonl` (every published snapshot, one a line, appended and flushed
 as taken, by a writer thread so the call loop never waits on the disk) and
-`report.json` at the end. This is the only code that writes those three files
-(and the TUI's mid-run report exports beside them). The manifest is replaced
-atomically, lines are whole or absent, and a crash, `kill -9` or Ctrl-C leaves
-every complete line readable and the artefacts written so far in place:
-`gputop report` rebuilds what it can from them.
+`report.json` at the end. A reload in the TUI continues the folder as a new
+run segment: the manifest keeps its start and lists each segment, samples
+carry their segment number, and `report.json` is the newest segment's.
+This is the only code that writes those three files (and the TUI's mid-run
+report exports beside them). The manifest is replaced atomically, lines are
+whole or absent, and a crash, `kill -9` or Ctrl-C leaves every complete line
+readable and the artefacts written so far in place: `gputop report` rebuilds
+what it can from them.
 """
 
 from __future__ import annotations
@@ -49,9 +52,16 @@ class SessionWriter:
     """Writes one session directory: manifest, samples as they come, report at the end."""
 
     def __init__(
-        self, folder: Path, config: dict[str, Any], argv: list[str] | None = None, *, every_s: float = 0.0
+        self,
+        folder: Path,
+        config: dict[str, Any],
+        argv: list[str] | None = None,
+        *,
+        every_s: float = 0.0,
+        segment: int = 0,
     ) -> None:
         self.folder = folder
+        self.segment = segment
         # A long-lived run (gputop serve) keeps one sample per `every_s` seconds, plus every one that
         # changes the state, the events, the profile or the captures: days of serving stay small.
         self.every_s = every_s
@@ -89,9 +99,17 @@ class SessionWriter:
             "compile": None,
             "samples": 0,
             "samples_lost": 0,
+            "segments": [{"segment": segment, "started_at": started, "config": config}],
         }
+        earlier = _earlier_manifest(folder) if segment else None
+        if earlier is not None:
+            # The same session goes on: its start and its earlier segments stay; this segment is added.
+            for key in ("id", "started_at", "started"):
+                self._manifest[key] = earlier.get(key, self._manifest[key])
+            self._manifest["segments"] = [*earlier.get("segments", []), *self._manifest["segments"]]
         write_json_atomic(folder / MANIFEST, self._manifest)
-        _append_index(folder, self._manifest)
+        if earlier is None:
+            _append_index(folder, self._manifest)
         self._samples = open(folder / SAMPLES, "a", encoding="utf-8")  # noqa: SIM115 (owned by the writer thread)
         self._thread = threading.Thread(target=self._write_samples, name="gputop-record", daemon=True)
         self._thread.start()
@@ -221,6 +239,15 @@ class SessionWriter:
             **fields,
         )
         return report
+
+
+def _earlier_manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest an earlier segment left in `folder`, or None where there is none to continue."""
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _append_index(folder: Path, manifest: dict[str, Any]) -> None:

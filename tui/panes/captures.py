@@ -21,10 +21,10 @@ from textual.widgets import DataTable, Static
 
 from gputop.tui.bridge import RunSnapshot
 from gputop.tui.panes.box import BoxPane
-from gputop.tui.panes.table import KeyedTable
+from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.report_text import human_bytes
 
-COLUMNS = ("capture", "size", "dispatches", "calls")
+COLUMNS = (Column("capture"), Column("size", 2), Column("dispatches", 1), Column("calls", 1))
 
 
 class CapturesPane(BoxPane):

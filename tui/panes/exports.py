@@ -17,10 +17,10 @@ from textual.widgets import Static
 
 from gputop.tui.bridge import RunSnapshot
 from gputop.tui.panes.box import BoxPane
-from gputop.tui.panes.table import KeyedTable
+from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.report_text import human_bytes
 
-COLUMNS = ("value", "affinity", "producer", "note", "function")
+COLUMNS = (Column("value"), Column("affinity", 1), Column("producer", 2), Column("note"), Column("function", 3))
 STYLES = {"hidden_transfer": "bold red", "transfer": "yellow", "undeclared": "yellow"}
 NOTES = {
     "hidden_transfer": "! hidden transfer",

@@ -52,13 +52,17 @@ def parameters_bar(load: ParameterLoad, width: int = 20) -> Text:
     return bar
 
 
+SEPARATOR = ("  │  ", "dim")  # fields never run together, whatever their text (a path, a device name)
+
+
 class HeaderBar(Static):
     DEFAULT_CSS = """
-    HeaderBar { height: 2; padding: 0 1; background: $panel; }
+    HeaderBar { height: 2; padding: 0 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
     HeaderBar.attached { height: 3; }
     """
 
     origin: str | None = None
+    recorded = False  # gputop open: a recorded run, read-only
 
     def set_origin(self, origin: str) -> None:
         """The run is another process's (gputop attach): a third line says whose, and since when."""
@@ -71,12 +75,17 @@ class HeaderBar(Static):
         if state in BUSY_STATES and snapshot.state_since is not None:
             # Long imports and compiles show they are alive: the app redraws this every second.
             state = f"{state} {time.time() - snapshot.state_since:.0f} s"
+        if self.recorded:
+            line.append(" recorded, read-only ", style="bold magenta")
+            line.append(" ")
         line.append(f" {state} ", style=STATE_STYLES.get(snapshot.state, ""))
-        line.append("  ")
+        line.append(*SEPARATOR)
         line.append(snapshot.target, style="bold cyan")
-        line.append(f"  {snapshot.function or '?'}()  ")
+        line.append(*SEPARATOR)
+        line.append(f"{snapshot.function or '?'}()")
         device = snapshot.device
         if device is not None:
+            line.append(*SEPARATOR)
             line.append(f"{device.id} ", style="bold")
             line.append(device.name)
         second = Text(no_wrap=True, overflow="ellipsis")
@@ -88,10 +97,13 @@ class HeaderBar(Static):
             second.append_text(parameters_bar(snapshot.parameters))
         second.append_text(memory_bar(used, total))
         if device is not None:
-            second.append(f"  {device.backend}", style="bold")
-            second.append(f"  {device.driver_info or device.kind}")
+            second.append(*SEPARATOR)
+            second.append(device.backend, style="bold")
+            second.append(*SEPARATOR)
+            second.append(device.driver_info or device.kind)
         if snapshot.error:
-            second.append(f"  {snapshot.error}", style="red")
+            second.append(*SEPARATOR)
+            second.append(snapshot.error, style="red")
         lines = [line, second]
         if self.origin:
             lines.append(Text.assemble(("attached ", "bold magenta"), self.origin, no_wrap=True, overflow="ellipsis"))

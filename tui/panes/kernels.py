@@ -18,11 +18,25 @@ from textual.widgets import Static
 
 from gputop.tui.bridge import KernelTiming, ProfileSummary, RunSnapshot
 from gputop.tui.panes.box import BoxPane
-from gputop.tui.panes.table import KeyedTable
+from gputop.tui.panes.table import Column, KeyedTable
+from gputop.tui.panes.units import RATE, TIME_US, column
 
-# Efficiency first: at 120 columns the pane's table is 56 wide, and these five are what a row is for.
 NAME_WIDTH = 22
-COLUMNS = ("kernel", "avg", "FLOP/s", "%peak", "bound", "share", "B/s", "count", "min", "max")
+# What a row is for first (which kernel, how often, how long, its share); its spread and efficiency
+# where there is room. At 120 columns kernel, count, avg, min, max and share fit; at 200 all of them.
+COLUMNS = (
+    Column("kernel"),
+    Column("count"),
+    Column("avg"),
+    Column("min", 2),
+    Column("max", 2),
+    Column("share", 1),
+    Column("p50", 5),
+    Column("%peak", 3),
+    Column("bound", 3),
+    Column("FLOP/s", 4),
+    Column("B/s", 4),
+)
 
 
 class KernelsPane(BoxPane):
@@ -46,6 +60,7 @@ class KernelsPane(BoxPane):
         warning = self.query_one("#kernels-warning", Static)
         hint = self.query_one("#kernels-hint", Static)
         if profile is None:
+            self.query_one("#kernels-table", KeyedTable).sync({})
             summary.display = False
             warning.display = False
             hint.display = True
@@ -69,8 +84,40 @@ class KernelsPane(BoxPane):
         note = clock_warning(profile)
         warning.display = note is not None
         warning.update(f"⚠ {note}" if note else "")
-        rows = {k.name: kernel_cells(k, snapshot.function or "") for k in profile.kernels}
-        self.query_one("#kernels-table", KeyedTable).sync(rows)
+        rows, labels = kernel_rows(profile.kernels, snapshot.function or "")
+        self.query_one("#kernels-table", KeyedTable).sync(rows, labels)
+
+
+def kernel_rows(
+    kernels: tuple[KernelTiming, ...], function: str = ""
+) -> tuple[dict[str, tuple[str | Text, ...]], dict[str, str]]:
+    """A row per kernel (every column) and the headers, each numeric column in its one unit."""
+    labels: dict[str, str] = {}
+    numeric: dict[str, list[str]] = {}
+    for name in ("avg", "min", "max", "p50"):
+        labels[name], numeric[name] = column(name, [getattr(k, f"{name}_us") for k in kernels], TIME_US)
+    for name, values in (
+        ("FLOP/s", [k.achieved_tflops * 1e12 if k.achieved_tflops is not None else None for k in kernels]),
+        ("B/s", [k.achieved_gbps * 1e9 if k.achieved_gbps is not None else None for k in kernels]),
+    ):
+        prefixed, numeric[name] = column("", values, RATE)
+        labels[name] = f"{prefixed.strip()}{name}"  # GFLOP/s, MB/s
+    rows: dict[str, tuple[str | Text, ...]] = {}
+    for index, kernel in enumerate(kernels):
+        rows[kernel.name] = (
+            short_name(kernel.name, function),
+            str(kernel.count),
+            numeric["avg"][index],
+            numeric["min"][index],
+            numeric["max"][index],
+            f"{kernel.share * 100:.1f}%",
+            numeric["p50"][index],
+            percent_of_bound(kernel),
+            kernel.bound or "-",
+            numeric["FLOP/s"][index],
+            numeric["B/s"][index],
+        )
+    return rows, labels
 
 
 def limits_line(profile: ProfileSummary) -> str:
@@ -100,21 +147,6 @@ def limits_line(profile: ProfileSummary) -> str:
 
 def clock_warning(profile: ProfileSummary) -> str | None:
     return profile.clocks.warning if profile.clocks is not None else None
-
-
-def kernel_cells(kernel: KernelTiming, function: str = "") -> tuple[str | Text, ...]:
-    return (
-        short_name(kernel.name, function),
-        us(kernel.avg_us),
-        rate(kernel.achieved_tflops * 1e12) if kernel.achieved_tflops is not None else "-",
-        percent_of_bound(kernel),
-        kernel.bound or "-",
-        f"{kernel.share * 100:.1f}%",
-        rate(kernel.achieved_gbps * 1e9) if kernel.achieved_gbps is not None else "-",
-        str(kernel.count),
-        us(kernel.min_us),
-        us(kernel.max_us),
-    )
 
 
 def short_name(name: str, function: str = "") -> str:
@@ -151,12 +183,3 @@ def rate(per_second: float, unit: str = "") -> str:
             digits = f"{value:.0f}" if value >= 99.95 else f"{value:.1f}" if value >= 9.995 else f"{value:.2f}"
             return f"{digits} {prefix}{unit}" if unit else f"{digits}{prefix}"
     return ""
-
-
-def us(value: float) -> str:
-    """Three digits: `9.83 µs`, `563 µs`, `12.5 ms`, `1.23 s`."""
-    if value < 999.5:
-        return f"{value:.3g} µs"
-    if value < 999_500:
-        return f"{value / 1e3:.3g} ms"
-    return f"{value / 1e6:.3g} s"

@@ -1,5 +1,7 @@
 """The Log pane: events and diagnostics, newest last, one line each.
 
+It takes the rows its lines need, three at most (ten on a screen of 50 rows
+or more), so the panes above keep the screen; `l` grows it to most of the screen and back.
 Each error is one line with the path of its full log, so a compile failure
 reads as a sentence and the IR dump stays in a file. Snapshots carry their
 newest events with sequence numbers; the pane appends only the ones it has
@@ -9,25 +11,31 @@ not shown, so coalesced snapshots never lose or repeat a line.
 from __future__ import annotations
 
 import time
+from collections import deque
 
 from rich.text import Text
+from textual import events
 from textual.widgets import RichLog
 
 from gputop.tui.bridge import Event, RunSnapshot
 
+KEPT = 2000  # lines the pane keeps
 LEVEL_STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
 
 
 class LogPane(RichLog):
     DEFAULT_CSS = """
-    LogPane { height: 1fr; min-height: 4; border: round $primary; }
+    LogPane { height: auto; max-height: 5; border: round $primary; overflow-x: hidden; }
+    LogPane.grown { max-height: 60%; }
     """
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(max_lines=2000, wrap=True, markup=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__(max_lines=KEPT, wrap=True, markup=False, **kwargs)  # type: ignore[arg-type]
         self._last_seq = 0
         self._diagnostics_shown: set[tuple[str, str | None, str]] = set()
         self.messages: list[str] = []  # what was logged, unwrapped, oldest first
+        self._lines: deque[Text] = deque(maxlen=KEPT)  # the same, styled: wrapped again when the width changes
+        self._wrapped_at = 0
 
     def on_mount(self) -> None:
         self.border_title = "Log"
@@ -40,7 +48,19 @@ class LogPane(RichLog):
         self.messages.append(f"{level}: {message}")
         line = Text(time.strftime("%H:%M:%S ", time.localtime(stamp or time.time())), style="dim")
         line.append(message, style=LEVEL_STYLES.get(level, ""))
-        self.write(line)
+        self._lines.append(line)
+        if self._wrapped_at:  # before the pane has a width, lines wait: on_resize writes them
+            self.write(line, width=self._wrapped_at)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Lines are wrapped to the pane's width (not the console's), and wrapped again when it changes."""
+        # (RichLog's own on_resize runs too: Textual calls the handler of every class in the MRO.)
+        width = self.scrollable_content_region.width
+        if width and width != self._wrapped_at:
+            self._wrapped_at = width
+            self.clear()
+            for line in self._lines:
+                self.write(line, width=width)
 
     def show(self, snapshot: RunSnapshot) -> None:
         new: list[Event] = [e for e in snapshot.events if e.seq > self._last_seq]

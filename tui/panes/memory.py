@@ -13,10 +13,20 @@ from textual.widgets import Sparkline, Static
 
 from gputop.tui.bridge import RunSnapshot
 from gputop.tui.panes.box import BoxPane
-from gputop.tui.panes.table import KeyedTable
+from gputop.tui.panes.table import Column, KeyedTable
+from gputop.tui.panes.units import BYTES, column
 from gputop.tui.report_text import human_bytes
 
-COLUMNS = ("device", "type", "live", "peak", "allocated", "freed")
+# What is held now first, then its high-water mark; the device only where there are several.
+COLUMNS = (
+    Column("device", 3),
+    Column("type"),
+    Column("live"),
+    Column("peak", 1),
+    Column("allocated", 3),
+    Column("freed", 2),
+)
+BYTE_COLUMNS = ("live", "peak", "allocated", "freed")
 
 
 class MemoryPane(BoxPane):
@@ -34,20 +44,22 @@ class MemoryPane(BoxPane):
 
     def show(self, snapshot: RunSnapshot) -> None:
         sample = snapshot.memory
-        if sample is None:
+        if sample is None:  # a new run before its first sample: nothing of the last one stays
+            self.query_one("#memory-table", KeyedTable).sync({})
+            self.query_one("#memory-device", Static).update("")
+            self.query_one("#memory-sparkline", Sparkline).data = []
             return
-        rows = {}
         lines = []
+        pools = [(device.device_id, pool) for device in sample.devices for pool in device.pools]
+        labels: dict[str, str] = {}
+        cells: dict[str, list[str]] = {}
+        for name in BYTE_COLUMNS:
+            labels[name], cells[name] = column(name, [getattr(pool, f"{name}_bytes") for _, pool in pools], BYTES)
+        rows = {
+            f"{device_id}/{pool.memory_type}": (device_id, pool.memory_type, *(cells[n][i] for n in BYTE_COLUMNS))
+            for i, (device_id, pool) in enumerate(pools)
+        }
         for device in sample.devices:
-            for pool in device.pools:
-                rows[f"{device.device_id}/{pool.memory_type}"] = (
-                    device.device_id,
-                    pool.memory_type,
-                    human_bytes(pool.live_bytes),
-                    human_bytes(pool.peak_bytes),
-                    human_bytes(pool.allocated_bytes),
-                    human_bytes(pool.freed_bytes),
-                )
             if device.device_used_bytes is not None:
                 lines.append(
                     f"{device.device_id}: device {human_bytes(device.device_used_bytes)} / "
@@ -58,6 +70,7 @@ class MemoryPane(BoxPane):
             committed = sum(p.committed_bytes for p in snapshot.profile.pools)
             lines.append(f"HAL pools (profile): reserved {human_bytes(reserved)}, committed {human_bytes(committed)}")
         lines.append(f"host RSS {human_bytes(sample.host_rss_bytes)} of {human_bytes(sample.host_total_bytes)}")
-        self.query_one("#memory-table", KeyedTable).sync(rows)
+        several = len(sample.devices) > 1  # then the device says which row is which: it stays
+        self.query_one("#memory-table", KeyedTable).sync(rows, labels, {"device": 0 if several else 3})
         self.query_one("#memory-device", Static).update("\n".join(lines))
         self.query_one("#memory-sparkline", Sparkline).data = list(snapshot.memory_history)

@@ -2,7 +2,9 @@
 
 Phases (compile, load, parameters, context, first call, teardown) answer
 "where did my start-up go?"; calls/s, p50 and p95 of the synced call time and
-a sparkline of recent calls answer "is it steady, and is it fast?".
+a sparkline of recent calls answer "is it steady, and is it fast?". The
+rate is the last few seconds' while the run goes (a pause shows as `paused`,
+not as a falling average), and the whole run's once it has ended.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ def ms(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:.3f} ms" if value < 10 else f"{value:.1f} ms"
+
+
+def call_rate(snapshot: RunSnapshot) -> str:
+    """Calls/s as it is now: over the last few seconds while running, `paused` while paused, whole-run after."""
+    calls = snapshot.calls
+    if snapshot.state == "paused":
+        return "paused"
+    if snapshot.state == "running":
+        return f"{calls.recent_calls_per_s:.1f}/s" if calls.recent_calls_per_s else "-/s"
+    return f"{calls.calls_per_s:.1f}/s avg" if calls.calls_per_s else "-"
 
 
 class RunPane(BoxPane):
@@ -67,9 +79,9 @@ class RunPane(BoxPane):
         else:
             self.query_one("#run-phases", Static).update(table)
         calls = snapshot.calls
-        rate = f"{calls.calls_per_s:.1f}/s" if calls.calls_per_s else "-"
+        rate = call_rate(snapshot)
         text = (
-            f"calls {calls.count}  {rate}  synced wall time per call:\n"
+            f"calls {calls.count}  {rate}  synced wall time:\n"
             f"p50 {ms(calls.p50_ms)}  p95 {ms(calls.p95_ms)}  max {ms(calls.max_ms)}"
         )
         if snapshot.enqueue is not None and snapshot.enqueue.count:
