@@ -3,8 +3,11 @@
 Users arrive with models, not hand-written MLIR. `iree-import-onnx` turns an
 `.onnx` file into MLIR that the normal compile path takes; old models are
 upgraded to opset 17 first (IREE does not import opset-9 BatchNormalization).
-Imports run in a child process (cancellable, logged) and are cached by content
-like compiles, so the second run of a large model costs nothing here. Weights
+Imports run in a child process (`onnx_convert`: cancellable, logged, node names
+kept as MLIR locations) and are cached by content like compiles, so the second
+run of a large model costs nothing here. What the importer cannot take (a
+foreign domain, an element type it lacks) is refused before it runs, naming
+the node; float64 models are flagged so that the compile keeps f64. Weights
 kept outside the model, or too large to inline, go to a parameter archive that
 the run loads through IREE's parameter path.
 """
@@ -22,11 +25,14 @@ from typing import Any
 
 from gputop.core.compile import read_source
 from gputop.core.errors import CompileError, UsageError
+from gputop.core.onnx_convert import ERROR_PREFIX
+from gputop.core.onnx_model import explain_failure, keeps_f64, name_nodes, refuse_unimportable, uses_f64
 from gputop.core.paths import cache_dir
 from gputop.core.processes import run_logged
 from gputop.core.signature import FunctionSignature, TensorType
 
 OPSET = 17
+CONVERT_VERSION = 2  # part of the cache key: MLIR from an older converter lacks node locations
 
 
 def check_model(path: Path, data: bytes) -> Any:
@@ -65,6 +71,7 @@ class ImportedModel:
     parameters: Path | None
     seconds: float
     cache_hit: bool
+    f64: str | None = None  # "kept": the interface or weights are double (compile keeps f64); "demoted"; None
 
 
 def weights_layout(model: Any) -> tuple[bool, int]:
@@ -89,10 +96,14 @@ def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event
     """The model as MLIR (and a parameter archive for external or large weights), cached by content."""
     data = read_source(path)
     model = check_model(path, data)
+    refusal = refuse_unimportable(name_nodes(model))
+    if refusal is not None:
+        raise CompileError(f"{path.name}: {refusal}")
+    f64 = "kept" if keeps_f64(model) else "demoted" if uses_f64(model) else None
     external, inline_bytes = weights_layout(model)
     externalize = external or inline_bytes > EXTERNALIZE_BYTES
     digest = hashlib.sha256(data)
-    digest.update(f"opset{OPSET} externalize{externalize}".encode())
+    digest.update(f"opset{OPSET} externalize{externalize} convert{CONVERT_VERSION}".encode())
     digest.update(importlib.metadata.version("iree-base-compiler").encode())
     for weights in _external_files(path, model):
         # Weight files can be gigabytes: their name, size and time stand for their content.
@@ -105,32 +116,52 @@ def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event
     target = cache_dir() / "onnx" / f"{key}.mlir"
     archive = target.with_suffix(".irpa") if externalize else None
     if target.exists() and target.stat().st_size and (archive is None or archive.exists()):
-        return ImportedModel(target, archive, 0.0, True)
+        return ImportedModel(target, archive, 0.0, True, f64)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial.mlir")
-    command = [
-        sys.executable, "-m", "iree.compiler.tools.import_onnx", str(path),
-        "--opset-version", str(OPSET), "-o", str(partial),
-    ]  # fmt: skip
+    command = [sys.executable, "-m", "gputop.core.onnx_convert", str(path), str(partial), "--opset", str(OPSET)]
     if archive is not None:
         command += [
-            "--externalize-params", "--params-scope", "model",
-            "--num-elements-threshold", str(EXTERNALIZE_MIN_ELEMENTS),
-            "--save-params-to", str(archive.with_suffix(".partial.irpa")),
+            "--params-to", str(archive.with_suffix(".partial.irpa")),
+            "--params-threshold", str(EXTERNALIZE_MIN_ELEMENTS), "--params-scope", "model",
         ]  # fmt: skip
     log = (out_dir or target.parent) / f"import-{path.stem}.log"
     started = time.perf_counter()
     text, returncode = run_logged(command, log, cancel, what="ONNX import")
     if returncode != 0 or not partial.exists():
-        lines = [line.strip() for line in text.splitlines()[1:] if line.strip()]
-        detail = next(
-            (line for line in reversed(lines) if "Error" in line or "error" in line), lines[-1] if lines else ""
-        )
-        raise CompileError(f"{path}: the ONNX importer failed: {detail}", log_path=str(log))
+        raise CompileError(f"{path.name}: {_import_failure(text, returncode)}", log_path=str(log))
     if archive is not None:
         archive.with_suffix(".partial.irpa").replace(archive)
     partial.replace(target)
-    return ImportedModel(target, archive, time.perf_counter() - started, False)
+    return ImportedModel(target, archive, time.perf_counter() - started, False, f64)
+
+
+def _import_failure(text: str, returncode: int) -> str:
+    """The child's own one-line verdict, or what killed it."""
+    said = next((line for line in reversed(text.splitlines()) if line.startswith(ERROR_PREFIX)), None)
+    if said is not None:
+        return said.removeprefix(ERROR_PREFIX)
+    if returncode < 0 or returncode >= 128:
+        signal = -returncode if returncode < 0 else returncode - 128
+        return f"the ONNX importer crashed (signal {signal})"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"the ONNX importer failed (exit {returncode}): {lines[-1] if lines else 'no output'}"
+
+
+def explain_compile_failure(path: Path, error: CompileError) -> CompileError:
+    """The compile error of an imported model, reworded to name the ONNX node it comes from."""
+    import onnx
+
+    try:
+        model = name_nodes(onnx.load(str(path), load_external_data=False))
+    except Exception:  # the model imported a moment ago; if it cannot be read now, keep the compiler's words
+        return error
+    line = explain_failure(model, error.output)
+    if line is None:
+        return error
+    named = CompileError(f"{path.name}: {line}", log_path=error.log_path)
+    named.diagnostics, named.output = error.diagnostics, error.output
+    return named
 
 
 ONNX_TO_MLIR = {
@@ -142,6 +173,9 @@ ONNX_TO_MLIR = {
     "int16": "i16",
     "int8": "i8",
     "uint8": "ui8",
+    "uint16": "ui16",
+    "uint32": "ui32",
+    "uint64": "ui64",
     "bool": "i1",
 }
 
