@@ -25,8 +25,8 @@ __all__ = [
     "keeps_f64",
     "name_nodes",
     "refuse_unimportable",
-    "uses_f64",
     "repair_initializers",
+    "uses_f64",
 ]
 
 # IREE demotes f64 to f32 by default; models whose interface or weights are double keep it.
@@ -192,9 +192,9 @@ def _reason(model: Any, node: OnnxNode, output: str) -> str:
     constant = {init.name for init in model.graph.initializer} | {
         out for p in model.graph.node if p.op_type == "Constant" for out in p.output
     }
-    if proto is not None and node.op_type.startswith("Reduce") and len(proto.input) > 1:
-        if proto.input[1] and proto.input[1] not in constant:
-            return "axes given as a runtime input"
+    runtime_axes = proto is not None and len(proto.input) > 1 and proto.input[1] and proto.input[1] not in constant
+    if node.op_type.startswith("Reduce") and runtime_axes:
+        return "axes given as a runtime input"
     if _is_unknown_operator(output, node):
         return "no conversion for this operator"
     remark = _remark_on(node, output)
@@ -238,4 +238,3 @@ def explain_failure(model: Any, output: str) -> str | None:
     if "torch." in output and "failed to legalize" in output:
         return f"{node}: not supported by IREE {IREE_VERSION}'s ONNX import ({_reason(model, node, output)})"
     return f"{node}: IREE {IREE_VERSION} failed to compile it ({_first_error(output)})"
-
