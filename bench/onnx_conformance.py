@@ -171,7 +171,9 @@ def classify(returncode: int, stderr: str) -> tuple[str, str]:
         return "check failed", check.removeprefix("gputop: ")
     if len(errors) != 1:
         return "bad", f"exit {returncode} without one error line"
-    names_it = "ONNX node '" in line or "element type" in line or "is not supported" in line
+    names_it = any(
+        marker in line for marker in ("ONNX node '", "ONNX nodes of op types", "ONNX graph '", "element type")
+    )
     if returncode == 2 or (returncode == 3 and names_it):
         return "clear error", line
     return "bad", f"exit {returncode}, names no node: {line}"

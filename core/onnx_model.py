@@ -183,7 +183,9 @@ def _failing_node(model: Any, output: str) -> OnnxNode | None:
         found = next((node for node in by_name.values() if node.op_type == match.group("op")), None)
         if found is not None:
             return found
-    return None
+    # The conversion left a constant without a location: in a graph of one computing node, it is that node's.
+    computing = [node for node in by_name.values() if node.op_type != "Constant"]
+    return computing[0] if len(computing) == 1 else None
 
 
 def _reason(model: Any, node: OnnxNode, output: str) -> str:
@@ -234,7 +236,17 @@ def explain_failure(model: Any, output: str) -> str | None:
     """
     node = _failing_node(model, output)
     if node is None:
+        graph = re.search(r'loc\("graph:(?P<name>[^"]*)"\)', output)
+        if graph is not None:
+            name = graph.group("name")
+            return f"ONNX graph {name!r}: not supported by IREE {IREE_VERSION}'s ONNX import ({_first_error(output)})"
+        if "torch." in output and "failed to legalize" in output:
+            kinds = sorted({node.op_type for node in nodes(model) if node.op_type != "Constant"})
+            return (
+                f"one of the ONNX nodes of op types {', '.join(kinds[:8])}: not supported by IREE {IREE_VERSION}'s "
+                f"ONNX import ({_first_error(output)})"
+            )
         return None
-    if "torch." in output and "failed to legalize" in output:
+    if "torch." in output and ("failed to legalize" in output or "unhandled torch type" in output):
         return f"{node}: not supported by IREE {IREE_VERSION}'s ONNX import ({_reason(model, node, output)})"
     return f"{node}: IREE {IREE_VERSION} failed to compile it ({_first_error(output)})"
