@@ -167,8 +167,8 @@ def classify(returncode: int, stderr: str) -> tuple[str, str]:
     if returncode == 0:
         return "passed", ""
     if returncode == 6:
-        check = next((ln for ln in stderr.splitlines() if "DO NOT match" in ln), line)
-        return "check failed", check.removeprefix("gputop: ")
+        said = [ln.removeprefix("gputop: ") for ln in stderr.splitlines() if "DO NOT match" in ln or "random" in ln]
+        return "check failed", "; ".join(said) or line
     if len(errors) != 1:
         return "bad", f"exit {returncode} without one error line"
     names_it = any(

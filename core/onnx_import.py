@@ -26,7 +26,14 @@ from typing import Any
 from gputop.core.compile import read_source
 from gputop.core.errors import CompileError, UsageError
 from gputop.core.onnx_convert import ERROR_PREFIX
-from gputop.core.onnx_model import explain_failure, keeps_f64, name_nodes, refuse_unimportable, uses_f64
+from gputop.core.onnx_model import (
+    explain_failure,
+    keeps_f64,
+    name_nodes,
+    random_ops,
+    refuse_unimportable,
+    uses_f64,
+)
 from gputop.core.paths import cache_dir
 from gputop.core.processes import run_logged
 from gputop.core.signature import FunctionSignature, TensorType
@@ -148,6 +155,13 @@ def _import_failure(text: str, returncode: int) -> str:
     return f"the ONNX importer failed (exit {returncode}): {lines[-1] if lines else 'no output'}"
 
 
+def random_ops_in(path: Path) -> list[str]:
+    """The random op types of the model at `path` (see onnx_model.random_ops)."""
+    import onnx
+
+    return random_ops(onnx.load(str(path), load_external_data=False))
+
+
 def explain_compile_failure(path: Path, error: CompileError) -> CompileError:
     """The compile error of an imported model, reworded to name the ONNX node it comes from."""
     import onnx
@@ -180,8 +194,12 @@ ONNX_TO_MLIR = {
 }
 
 
-def graph_signature(path: Path, function: str) -> FunctionSignature:
-    """The model's inputs and outputs from its graph (initializer-backed inputs are weights)."""
+def graph_signature(path: Path, function: str, *, inputs_given: bool = False) -> FunctionSignature:
+    """The model's inputs and outputs from its graph (initializer-backed inputs are weights).
+
+    A dynamic input dimension asks for `--input`, unless the inputs are given (`inputs_given`):
+    then it is left open and the given array's size is taken.
+    """
     import onnx
     from onnx import helper
 
@@ -199,7 +217,7 @@ def graph_signature(path: Path, function: str) -> FunctionSignature:
             for dim in tensor.shape.dim:
                 if dim.HasField("dim_value") and dim.dim_value > 0:
                     dims.append(int(dim.dim_value))
-                elif are_inputs:
+                elif are_inputs and not inputs_given:
                     name = dim.dim_param or "?"
                     raise UsageError(
                         f"{path.name}: input {value.name!r} has a dynamic dimension {name!r}: give it with --input"

@@ -24,6 +24,7 @@ __all__ = [
     "explain_failure",
     "keeps_f64",
     "name_nodes",
+    "random_ops",
     "refuse_unimportable",
     "repair_initializers",
     "uses_f64",
@@ -126,6 +127,16 @@ def uses_f64(model: Any) -> bool:
     from onnx import TensorProto
 
     return any(t == TensorProto.DOUBLE for _, t in _value_types(model))
+
+
+RANDOM_OPS = frozenset(
+    {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial"}
+)
+
+
+def random_ops(model: Any) -> list[str]:
+    """The op types of nodes that draw random numbers: their outputs cannot match a fixed reference."""
+    return sorted({node.op_type for node in model.graph.node if node.op_type in RANDOM_OPS})
 
 
 def refuse_unimportable(model: Any) -> str | None:
