@@ -16,7 +16,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conftest import assert_one_line_error, run_json
+from conftest import assert_one_line_error, run_gputop, run_json
 
 tensor = helper.make_tensor_value_info
 
@@ -238,3 +238,25 @@ def test_an_importer_killed_by_a_signal_is_one_line() -> None:
     text = "Fatal Python error: Segmentation fault\n\nThread 0x00007f (most recent call first):\n  File ..."
     assert _import_failure(text, -11) == "the ONNX importer crashed (signal 11)"
     assert _import_failure("gputop-onnx: ONNX node 'A' (Abs, opset 17): x\n", 1) == "ONNX node 'A' (Abs, opset 17): x"
+
+
+def test_given_inputs_are_counted_against_the_graph(tmp_path: Path) -> None:
+    model = save_graph(
+        tmp_path, "two", [helper.make_node("Add", ["a", "b"], ["y"])],
+        [tensor("a", TensorProto.FLOAT, [2]), tensor("b", TensorProto.FLOAT, [2])], [tensor("y", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "2xf32=1")
+    assert_one_line_error(proc, 2, "takes 2 inputs, 1 given")
+
+
+def test_a_random_op_failing_its_check_says_why(tmp_path: Path) -> None:
+    model = save_graph(
+        tmp_path, "coin", [helper.make_node("Bernoulli", ["p"], ["y"])],
+        [tensor("p", TensorProto.FLOAT, [64])], [tensor("y", TensorProto.FLOAT, [64])], opset=22,
+    )  # fmt: skip
+    files = save_tensors(tmp_path, p=np.full(64, 0.5, np.float32), y=np.arange(64, dtype=np.float32) % 2)
+    proc = run_gputop(
+        "run", str(model), "--device", "cpu", "-n", "0", "--input", f"@{files['p']}", "--check", files["y"]
+    )
+    assert proc.returncode == 6, proc.stderr
+    assert "the model draws random numbers (Bernoulli)" in proc.stderr
