@@ -243,7 +243,8 @@ def test_an_importer_killed_by_a_signal_is_one_line() -> None:
 def test_given_inputs_are_counted_against_the_graph(tmp_path: Path) -> None:
     model = save_graph(
         tmp_path, "two", [helper.make_node("Add", ["a", "b"], ["y"])],
-        [tensor("a", TensorProto.FLOAT, [2]), tensor("b", TensorProto.FLOAT, [2])], [tensor("y", TensorProto.FLOAT, [2])],
+        [tensor("a", TensorProto.FLOAT, [2]), tensor("b", TensorProto.FLOAT, [2])],
+        [tensor("y", TensorProto.FLOAT, [2])],
     )  # fmt: skip
     proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "2xf32=1")
     assert_one_line_error(proc, 2, "takes 2 inputs, 1 given")
