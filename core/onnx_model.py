@@ -207,9 +207,9 @@ def _reason(model: Any, node: OnnxNode, output: str) -> str:
     }
     runtime_axes = proto is not None and len(proto.input) > 1 and proto.input[1] and proto.input[1] not in constant
     if node.op_type.startswith("Reduce") and runtime_axes:
-        return "axes given as a runtime input"
+        return "axes given as a runtime input; make them an initializer or a Constant"
     if _is_unknown_operator(output, node):
-        return "no conversion for this operator"
+        return "no conversion matched this node: its op, attributes or element types"
     remark = _remark_on(node, output)
     return remark or _first_error(output)
 
