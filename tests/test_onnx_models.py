@@ -189,7 +189,9 @@ def test_unknown_operator_keeps_its_given_node_name(tmp_path: Path) -> None:
         [tensor("x", TensorProto.FLOAT, [2])], [tensor("y", TensorProto.FLOAT, [2])],
     )  # fmt: skip
     proc, _ = run_json(str(model), "--device", "cpu", "-n", "0")
-    line = assert_one_line_error(proc, 3, "ONNX node 'my_layer' (NoSuchOperator, opset 17)", "no conversion matched this node")
+    line = assert_one_line_error(
+        proc, 3, "ONNX node 'my_layer' (NoSuchOperator, opset 17)", "no conversion matched this node"
+    )
     assert "torch." not in line and "%" not in line
 
 
