@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import subprocess
 import sys
 import time
@@ -232,6 +233,7 @@ def main() -> int:
     parser.add_argument("--per-stratum", type=int, default=1, help="cases per (source, op type)")
     parser.add_argument("--limit", type=int, help="at most this many cases after stratifying")
     parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--also", metavar="REGEX", help="add every case whose name matches (e.g. 'double|bfloat16')")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--work", type=Path, default=Path("/tmp/gputop-onnx-conformance"))
@@ -244,6 +246,9 @@ def main() -> int:
     sample = stratified(cases, args.per_stratum, args.seed)
     if args.limit is not None and len(sample) > args.limit:
         sample = sorted(random.Random(args.seed).sample(sample, args.limit), key=lambda c: c["case"])
+    if args.also:
+        chosen = {c["case"] for c in sample}
+        sample += [c for c in cases if re.search(args.also, c["case"]) and c["case"] not in chosen]
     print(f"{len(cases)} cases, {len(sample)} in the sample, on {args.device}", file=sys.stderr)
     started = time.perf_counter()
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -257,6 +262,7 @@ def main() -> int:
         "sample": len(sample),
         "per_stratum": args.per_stratum,
         "seed": args.seed,
+        "also": args.also,
         "seconds": round(time.perf_counter() - started, 1),
         "counts": dict(Counter(r["class"] for r in results)),
         "results": results,

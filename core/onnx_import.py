@@ -136,14 +136,14 @@ def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event
     started = time.perf_counter()
     text, returncode = run_logged(command, log, cancel, what="ONNX import")
     if returncode != 0 or not partial.exists():
-        raise CompileError(f"{path.name}: {_import_failure(text, returncode)}", log_path=str(log))
+        raise CompileError(f"{path.name}: {import_failure(text, returncode)}", log_path=str(log))
     if archive is not None:
         archive.with_suffix(".partial.irpa").replace(archive)
     partial.replace(target)
     return ImportedModel(target, archive, time.perf_counter() - started, False, f64)
 
 
-def _import_failure(text: str, returncode: int) -> str:
+def import_failure(text: str, returncode: int) -> str:
     """The child's own one-line verdict, or what killed it."""
     said = next((line for line in reversed(text.splitlines()) if line.startswith(ERROR_PREFIX)), None)
     if said is not None:

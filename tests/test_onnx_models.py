@@ -234,12 +234,12 @@ def test_old_export_with_initializers_outside_the_inputs(tmp_path: Path) -> None
 
 
 def test_an_importer_killed_by_a_signal_is_one_line() -> None:
-    from gputop.core.onnx_import import _import_failure
+    from gputop.core.onnx_import import import_failure
 
     # What the child leaves when it dies inside the importer's native code: no verdict line.
     text = "Fatal Python error: Segmentation fault\n\nThread 0x00007f (most recent call first):\n  File ..."
-    assert _import_failure(text, -11) == "the ONNX importer crashed (signal 11)"
-    assert _import_failure("gputop-onnx: ONNX node 'A' (Abs, opset 17): x\n", 1) == "ONNX node 'A' (Abs, opset 17): x"
+    assert import_failure(text, -11) == "the ONNX importer crashed (signal 11)"
+    assert import_failure("gputop-onnx: ONNX node 'A' (Abs, opset 17): x\n", 1) == "ONNX node 'A' (Abs, opset 17): x"
 
 
 def test_given_inputs_are_counted_against_the_graph(tmp_path: Path) -> None:
