@@ -165,6 +165,7 @@ def test_bf16_model_passes_with_the_bf16_tolerance_and_rtol_overrides(tmp_path: 
     proc, report = run_model(model, [files["x"]], [files["y"]])
     assert proc.returncode == 0, proc.stderr
     assert report["check"]["passed"] and report["check"]["max_abs_err"] > 0  # bf16 rounding, within tolerance
+    assert report["outputs"][0]["dtype"] == "bfloat16" and report["outputs"][0]["max"] > 8.9
     proc, report = run_model(model, [files["x"]], [files["y"]], "--rtol", "0", "--atol", "0")
     assert proc.returncode == 6 and report["check"]["mismatches"] >= 1 and report["check"]["max_abs_err"] > 0
 
