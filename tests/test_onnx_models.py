@@ -96,6 +96,23 @@ def test_cast_to_and_from_double(tmp_path: Path, source: int, target: int) -> No
     assert report["check"]["passed"] and report["compile"]["f64"] == "kept"
 
 
+def test_double_only_inside_a_float_model_is_demoted(tmp_path: Path) -> None:
+    x = np.array([4.0, 2.0, 9.0], dtype=np.float32)
+    model = save_graph(
+        tmp_path, "inner64",
+        [helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE), helper.make_node("Sqrt", ["d"], ["s"]),
+         helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)],
+        [tensor("x", TensorProto.FLOAT, [3])], [tensor("y", TensorProto.FLOAT, [3])],
+    )  # fmt: skip
+    files = save_tensors(tmp_path, x=x, y=np.sqrt(x))
+    proc, report = run_model(model, [files["x"]], [files["y"]])
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        report["compile"]["f64"] == "demoted"
+        and "--iree-input-demote-f64-to-f32=false" not in report["compile"]["flags"]
+    )
+
+
 def test_nan_and_inf_in_the_reference_at_the_same_places_pass(tmp_path: Path) -> None:
     x = np.array([4.0, -1.0, np.inf, 0.0, 7e4], dtype=np.float32)
     model = save_graph(
