@@ -14,11 +14,12 @@ process because the importer can crash or take minutes, and must be cancellable.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from gputop.core.onnx_model import OnnxNode, name_nodes, nodes, opset_of, repair_initializers
+from gputop.core.onnx_model import OnnxNode, interface, name_nodes, nodes, opset_of, repair_initializers
 
 ERROR_PREFIX = "gputop-onnx: "
 
@@ -111,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("model", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--opset", type=int, required=True)
+    parser.add_argument("--interface", type=Path, help="write the imported graph's inputs and outputs here (JSON)")
     parser.add_argument("--params-to", type=Path, help="externalize large initializers into this .irpa")
     parser.add_argument("--params-threshold", type=int, default=1024)
     parser.add_argument("--params-scope", default="model")
@@ -120,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         params = {"path": args.params_to, "threshold": args.params_threshold, "scope": args.params_scope}
     try:
         model = prepare(args.model, args.opset)
+        if args.interface is not None:
+            args.interface.write_text(json.dumps(interface(model)), encoding="utf-8")
         convert(model, args.output, params, args.model.parent)
     except ConvertError as exc:
         print(ERROR_PREFIX + str(exc), file=sys.stderr)

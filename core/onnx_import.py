@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import sys
 import threading
 import time
@@ -28,6 +29,8 @@ from gputop.core.errors import CompileError, UsageError
 from gputop.core.onnx_convert import ERROR_PREFIX
 from gputop.core.onnx_model import (
     explain_failure,
+    interface,
+    interface_change,
     keeps_f64,
     name_nodes,
     random_ops,
@@ -39,7 +42,7 @@ from gputop.core.processes import run_logged
 from gputop.core.signature import FunctionSignature, TensorType
 
 OPSET = 17
-CONVERT_VERSION = 2  # part of the cache key: MLIR from an older converter lacks node locations
+CONVERT_VERSION = 3  # part of the cache key: MLIR from an older converter lacks node locations
 
 
 def check_model(path: Path, data: bytes) -> Any:
@@ -122,11 +125,13 @@ def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event
     key = digest.hexdigest()[:32]
     target = cache_dir() / "onnx" / f"{key}.mlir"
     archive = target.with_suffix(".irpa") if externalize else None
-    if target.exists() and target.stat().st_size and (archive is None or archive.exists()):
+    shape_file = target.with_suffix(".interface.json")
+    if target.exists() and target.stat().st_size and shape_file.exists() and (archive is None or archive.exists()):
         return ImportedModel(target, archive, 0.0, True, f64)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial.mlir")
     command = [sys.executable, "-m", "gputop.core.onnx_convert", str(path), str(partial), "--opset", str(OPSET)]
+    command += ["--interface", str(shape_file.with_suffix(".partial.json"))]
     if archive is not None:
         command += [
             "--params-to", str(archive.with_suffix(".partial.irpa")),
@@ -139,6 +144,7 @@ def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event
         raise CompileError(f"{path.name}: {import_failure(text, returncode)}", log_path=str(log))
     if archive is not None:
         archive.with_suffix(".partial.irpa").replace(archive)
+    shape_file.with_suffix(".partial.json").replace(shape_file)
     partial.replace(target)
     return ImportedModel(target, archive, time.perf_counter() - started, False, f64)
 
@@ -194,37 +200,59 @@ ONNX_TO_MLIR = {
 }
 
 
-def graph_signature(path: Path, function: str, *, inputs_given: bool = False) -> FunctionSignature:
+def imported_interface(mlir: Path) -> Path:
+    """Where the import wrote the interface of the graph it imported (beside the cached MLIR)."""
+    return mlir.with_suffix(".interface.json")
+
+
+def graph_signature(
+    path: Path, function: str, *, inputs_given: bool = False, imported: Path | None = None
+) -> FunctionSignature:
     """The model's inputs and outputs from its graph (initializer-backed inputs are weights).
 
-    A dynamic input dimension asks for `--input`, unless the inputs are given (`inputs_given`):
-    then it is left open and the given array's size is taken.
+    `imported` is the interface the import wrote (the graph as compiled, after any opset
+    upgrade); without it the model's own graph is read. A dynamic input dimension asks for
+    `--input`, unless the inputs are given (`inputs_given`): then the given array's size is taken.
     """
-    import onnx
-    from onnx import helper
+    found = _read_interface(imported) if imported is not None else None
+    if found is None:
+        import onnx
 
-    model = onnx.load(str(path), load_external_data=False)
-    weights = {init.name for init in model.graph.initializer}
+        found = interface(onnx.load(str(path), load_external_data=False))
 
-    def types(values: Any, are_inputs: bool) -> tuple[TensorType, ...]:
-        found = []
-        for value in values:
-            if value.name in weights:
-                continue
-            tensor = value.type.tensor_type
-            dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+    def types(rows: list[dict[str, Any]], are_inputs: bool) -> tuple[TensorType, ...]:
+        result = []
+        for row in rows:
             dims: list[int | None] = []
-            for dim in tensor.shape.dim:
-                if dim.HasField("dim_value") and dim.dim_value > 0:
-                    dims.append(int(dim.dim_value))
+            for dim in row["dims"]:
+                if isinstance(dim, int):
+                    dims.append(dim)
                 elif are_inputs and not inputs_given:
-                    name = dim.dim_param or "?"
+                    name = dim or "?"
                     raise UsageError(
-                        f"{path.name}: input {value.name!r} has a dynamic dimension {name!r}: give it with --input"
+                        f"{path.name}: input {row['name']!r} has a dynamic dimension {name!r}: give it with --input"
                     )
                 else:
                     dims.append(None)
-            found.append(TensorType(tuple(dims), ONNX_TO_MLIR.get(dtype, dtype)))
-        return tuple(found)
+            result.append(TensorType(tuple(dims), ONNX_TO_MLIR.get(row["dtype"], row["dtype"])))
+        return tuple(result)
 
-    return FunctionSignature(function, types(model.graph.input, True), types(model.graph.output, False))
+    return FunctionSignature(function, types(found["inputs"], True), types(found["outputs"], False))
+
+
+def interface_changed(path: Path, imported: Path) -> str | None:
+    """How the import's opset upgrade changed the model's inputs, in one line, or None."""
+    import onnx
+
+    after = _read_interface(imported)
+    if after is None:
+        return None
+    return interface_change(interface(onnx.load(str(path), load_external_data=False)), after)
+
+
+def _read_interface(file: Path) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found

@@ -22,6 +22,8 @@ __all__ = [
     "F64_FLAG",
     "OnnxNode",
     "explain_failure",
+    "interface",
+    "interface_change",
     "keeps_f64",
     "name_nodes",
     "random_ops",
@@ -109,6 +111,54 @@ def _value_types(model: Any) -> Iterator[tuple[str, int]]:
                 yield f"node {node.name!r} attribute {attribute.name!r}", attribute.t.data_type
             if attribute.name == "to" and attribute.type == attribute.INT:
                 yield f"node {node.name!r} ({node.op_type} to)", attribute.i
+
+
+def interface(model: Any) -> dict[str, Any]:
+    """The graph's inputs (initializer-backed ones are weights) and outputs: name, dims, NumPy dtype.
+
+    A dim is an int, the name of a symbolic dimension, or None. The import child writes this for
+    the model it imported, whose inputs an opset upgrade may have changed (Scan 8 -> 9 drops a
+    batch axis), so the run makes and checks inputs against what was compiled.
+    """
+    from onnx import helper
+
+    weights = {init.name for init in model.graph.initializer}
+
+    def rows(values: Any) -> list[dict[str, Any]]:
+        found = []
+        for value in values:
+            if value.name in weights or not value.type.HasField("tensor_type"):
+                continue
+            tensor = value.type.tensor_type
+            dims = [
+                int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else (d.dim_param or None)
+                for d in tensor.shape.dim
+            ]
+            dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type)) if tensor.elem_type else "unknown"
+            found.append({"name": value.name, "dims": dims, "dtype": dtype})
+        return found
+
+    return {"opset": opset_of(model, ""), "inputs": rows(model.graph.input), "outputs": rows(model.graph.output)}
+
+
+def interface_change(before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """One line saying how an opset upgrade changed the graph's inputs, or None when it did not."""
+    changed = []
+    for old, new in zip(before["inputs"], after["inputs"], strict=False):
+        if old["dims"] != new["dims"]:
+            changed.append(f"{old['name']!r} {_dims(old['dims'])} -> {_dims(new['dims'])}")
+    if len(before["inputs"]) != len(after["inputs"]):
+        changed.append(f"{len(before['inputs'])} inputs -> {len(after['inputs'])}")
+    if not changed:
+        return None
+    return (
+        f"the ONNX opset upgrade from {before['opset']} to {after['opset']} changed the model's inputs: "
+        + ", ".join(changed)
+    )
+
+
+def _dims(dims: list[Any]) -> str:
+    return "x".join(str(d) if d is not None else "?" for d in dims) or "scalar"
 
 
 def keeps_f64(model: Any) -> bool:

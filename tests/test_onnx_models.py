@@ -281,3 +281,25 @@ def test_a_random_op_failing_its_check_says_why(tmp_path: Path) -> None:
     )
     assert proc.returncode == 6, proc.stderr
     assert "the model draws random numbers (Bernoulli)" in proc.stderr
+
+
+def test_inputs_changed_by_the_opset_upgrade_are_said(tmp_path: Path) -> None:
+    """Scan 8 has a batch axis that the upgrade to 9+ drops: the old-shaped inputs are refused, saying why."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_in"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_out"])],
+        "body",
+        [tensor("s_in", TensorProto.FLOAT, [2]), tensor("x_in", TensorProto.FLOAT, [2])],
+        [tensor("s_out", TensorProto.FLOAT, [2]), tensor("y_out", TensorProto.FLOAT, [2])],
+    )
+    model = save_graph(
+        tmp_path, "scan8", [helper.make_node("Scan", ["", "s", "x"], ["s_final", "ys"], num_scan_inputs=1, body=body)],
+        [tensor("s", TensorProto.FLOAT, [1, 2]), tensor("x", TensorProto.FLOAT, [1, 3, 2])],
+        [tensor("s_final", TensorProto.FLOAT, [1, 2]), tensor("ys", TensorProto.FLOAT, [1, 3, 2])], opset=8,
+    )  # fmt: skip
+    proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "1x2xf32=0", "--input", "1x3x2xf32=1")
+    assert_one_line_error(
+        proc, 2, "input 0 has shape 1x2", "the ONNX opset upgrade from 8 to 17 changed the model's inputs: 's' 1x2 -> 2"
+    )
+    proc, report = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "2xf32=0", "--input", "3x2xf32=1")
+    assert proc.returncode == 0, proc.stderr
+    assert report["outputs"][0]["max"] == 3.0  # three steps of +1
