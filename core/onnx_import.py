@@ -29,6 +29,7 @@ from gputop.core.errors import CompileError, UsageError
 from gputop.core.onnx_convert import ERROR_PREFIX
 from gputop.core.onnx_model import (
     explain_failure,
+    failing_node,
     interface,
     interface_change,
     keeps_f64,
@@ -176,7 +177,11 @@ def explain_compile_failure(path: Path, error: CompileError) -> CompileError:
         model = name_nodes(onnx.load(str(path), load_external_data=False))
     except Exception:  # the model imported a moment ago; if it cannot be read now, keep the compiler's words
         return error
-    line = explain_failure(model, error.output)
+    if error.message.startswith("the compiler crashed"):  # a crash stays a crash; the node says where
+        node = failing_node(model, error.output, guess=False)
+        line = f"{error.message} while compiling {node}" if node is not None else None
+    else:
+        line = explain_failure(model, error.output)
     if line is None:
         return error
     named = CompileError(f"{path.name}: {line}", log_path=error.log_path)

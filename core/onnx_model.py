@@ -22,6 +22,7 @@ __all__ = [
     "F64_FLAG",
     "OnnxNode",
     "explain_failure",
+    "failing_node",
     "interface",
     "interface_change",
     "keeps_f64",
@@ -229,9 +230,10 @@ def repair_initializers(model: Any) -> bool:
     return bool(missing)
 
 
-def _failing_node(model: Any, output: str) -> OnnxNode | None:
+def failing_node(model: Any, output: str, *, guess: bool = True) -> OnnxNode | None:
     """The node the compiler's output blames: the error's location, else a node it warned about,
-    else the first node whose op type is an ONNX operator left unconverted."""
+    else the first node whose op type is an ONNX operator left unconverted; with `guess`, else
+    the graph's one computing node."""
     by_name = {node.name: node for node in nodes(model)}
     lines = output.splitlines()
     errors = [line for line in lines if "error:" in line]
@@ -246,7 +248,7 @@ def _failing_node(model: Any, output: str) -> OnnxNode | None:
             return found
     # The conversion left a constant without a location: in a graph of one computing node, it is that node's.
     computing = [node for node in by_name.values() if node.op_type != "Constant"]
-    return computing[0] if len(computing) == 1 else None
+    return computing[0] if guess and len(computing) == 1 else None
 
 
 def _reason(model: Any, node: OnnxNode, output: str) -> str:
@@ -295,7 +297,7 @@ def explain_failure(model: Any, output: str) -> str | None:
     Torch-dialect ops left in the output mean the ONNX conversion did not take the node (an
     import limitation); otherwise the node compiled into something the backend refused.
     """
-    node = _failing_node(model, output)
+    node = failing_node(model, output)
     if node is None:
         graph = re.search(r'loc\("graph:(?P<name>[^"]*)"\)', output)
         if graph is not None:

@@ -303,3 +303,15 @@ def test_inputs_changed_by_the_opset_upgrade_are_said(tmp_path: Path) -> None:
     proc, report = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "2xf32=0", "--input", "3x2xf32=1")
     assert proc.returncode == 0, proc.stderr
     assert report["outputs"][0]["max"] == 3.0  # three steps of +1
+
+
+def test_a_compiler_crash_on_an_onnx_model_is_one_line(tmp_path: Path) -> None:
+    """IREE 3.13 segfaults on `--iree-vulkan-target=sm_90` (PLATFORM.md): a crash, said as one."""
+    model = save_graph(
+        tmp_path, "relu", [helper.make_node("Relu", ["x"], ["y"])],
+        [tensor("x", TensorProto.FLOAT, [4])], [tensor("y", TensorProto.FLOAT, [4])],
+    )  # fmt: skip
+    flags = "--iree-hal-target-device=vulkan --iree-vulkan-target=sm_90"
+    proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--target-flags", flags, "--no-cache")
+    line = assert_one_line_error(proc, 3, "the compiler crashed (signal 11)", "sm_90")
+    assert "ONNX node" not in line  # the target crashed it, not the node: no node is blamed
