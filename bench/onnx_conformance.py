@@ -81,14 +81,18 @@ for folder in sys.argv[1:]:
 
 
 def write_case(folder: Path, model: onnx.ModelProto, inputs: list[Any], outputs: list[Any]) -> bool:
-    """Write a case as a folder like the onnx package's data: False when a value is not a tensor."""
-    if not all(isinstance(v, np.ndarray) for v in [*inputs, *outputs]):
+    """Write a case as a folder like the onnx package's data: False when a value is not a tensor.
+
+    Values are arrays, or TensorProtos where NumPy has no such type (the float8/float4 casts).
+    """
+    if not all(isinstance(v, np.ndarray | onnx.TensorProto) for v in [*inputs, *outputs]):
         return False
     folder.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(folder / "model.onnx"))
     for prefix, values in (("input", inputs), ("output", outputs)):
         for index, value in enumerate(values):
-            onnx.save_tensor(numpy_helper.from_array(value), str(folder / f"{prefix}_{index}.pb"))
+            tensor = value if isinstance(value, onnx.TensorProto) else numpy_helper.from_array(value)
+            onnx.save_tensor(tensor, str(folder / f"{prefix}_{index}.pb"))
     return True
 
 
