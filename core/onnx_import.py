@@ -41,6 +41,7 @@ from gputop.core.onnx_model import (
 from gputop.core.paths import cache_dir
 from gputop.core.processes import run_logged
 from gputop.core.signature import FunctionSignature, TensorType
+from gputop.core.targets import known_bad_target
 
 OPSET = 17
 CONVERT_VERSION = 3  # part of the cache key: MLIR from an older converter lacks node locations
@@ -169,8 +170,13 @@ def random_ops_in(path: Path) -> list[str]:
     return random_ops(onnx.load(str(path), load_external_data=False))
 
 
-def explain_compile_failure(path: Path, error: CompileError) -> CompileError:
-    """The compile error of an imported model, reworded to name the ONNX node it comes from."""
+def explain_compile_failure(path: Path, error: CompileError, flags: tuple[str, ...] = ()) -> CompileError:
+    """The compile error of an imported model, reworded to name the ONNX node it comes from.
+
+    A crash stays a crash: it names the node where the output locates one, or the graph's one
+    computing node, unless the flags name a target known to crash the compiler (then the
+    target, not the node, is to blame and the message already says so).
+    """
     import onnx
 
     try:
@@ -178,7 +184,7 @@ def explain_compile_failure(path: Path, error: CompileError) -> CompileError:
     except Exception:  # the model imported a moment ago; if it cannot be read now, keep the compiler's words
         return error
     if error.message.startswith("the compiler crashed"):  # a crash stays a crash; the node says where
-        node = failing_node(model, error.output, guess=False)
+        node = failing_node(model, error.output, guess=known_bad_target(flags) is None)
         line = f"{error.message} while compiling {node}" if node is not None else None
     else:
         line = explain_failure(model, error.output)

@@ -7,6 +7,7 @@ of the outcome (passed, check failed, clear error) and its message.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +316,22 @@ def test_a_compiler_crash_on_an_onnx_model_is_one_line(tmp_path: Path) -> None:
     proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--target-flags", flags, "--no-cache")
     line = assert_one_line_error(proc, 3, "the compiler crashed (signal 11)", "sm_90")
     assert "ONNX node" not in line  # the target crashed it, not the node: no node is blamed
+
+
+def test_a_compiler_crash_on_lavapipe_names_the_node(tmp_path: Path, vulkan_device: str) -> None:
+    """IREE 3.13's Vulkan compile of NonMaxSuppression segfaults: one line, naming the node it was compiling."""
+    from onnx.backend.test.case import node
+
+    name = "test_nonmaxsuppression_center_point_box_format"
+    with warnings.catch_warnings():  # the generators of other ops warn as they are imported
+        warnings.simplefilter("ignore")
+        case = next(c for c in node.collect_testcases("NonMaxSuppression") if c.name == name)
+    model = tmp_path / "nms.onnx"
+    onnx.save(case.model, str(model))
+    args = [str(model), "--device", vulkan_device, "-n", "0"]
+    for index, value in enumerate(case.data_sets[0][0]):
+        args += ["--input", f"@{save_tensors(tmp_path, **{f'input{index}': value})[f'input{index}']}"]
+    proc, _ = run_json(*args)
+    assert_one_line_error(
+        proc, 3, "the compiler crashed (signal 11) while compiling ONNX node 'NonMaxSuppression_0' (NonMaxSuppression"
+    )

@@ -124,7 +124,7 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
     except CompileError as exc:
         ctx.state.set_diagnostics(exc.diagnostics)
         if target.kind is TargetKind.ONNX and target.path is not None:
-            raise explain_compile_failure(target.path, exc) from None
+            raise explain_compile_failure(target.path, exc, flags) from None
         raise
     except GputopError as exc:
         ctx.state.set_diagnostics(tuple(getattr(exc, "diagnostics", ())))
