@@ -3,23 +3,48 @@
 A fast wrong answer is worse than a slow right one, so every demo checks its
 own outputs and `--check FILE` compares any module's outputs with reference
 tensors (`.npy`, or ONNX `TensorProto` `.pb` when the onnx package is there).
-Errors are measured against each output's largest reference magnitude, since
-float32 reductions differ from a float64 reference by far more than a fixed
-tolerance near zero.
+Errors are measured against each output's largest finite reference magnitude,
+since float32 reductions differ from a float64 reference by far more than a
+fixed tolerance near zero; tolerances default per element type. NaN and ±Inf
+must sit where the reference has them (not an infinite error when they do),
+integers are compared in the reference's signedness, and a failed check says
+how many elements differ and the first of them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from gputop.core.errors import UsageError
 from gputop.core.files import require_file
-from gputop.core.snapshot import OutputCheck
+from gputop.core.snapshot import Mismatch, OutputCheck
 
-DEFAULT_RTOL = 1e-4
-DEFAULT_ATOL = 1e-5
+# Tolerances per element type, (rtol, atol): rtol is relative to the output's largest reference
+# magnitude, and each is a few units in the last place of the type (bf16 keeps 8 bits, float8
+# 3 or 2): a finer one fails correct models. Integers and booleans must match exactly.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-9),
+    "float32": (1e-4, 1e-5),
+    "float16": (2e-3, 1e-3),
+    "bfloat16": (1.6e-2, 1e-2),
+    "float8": (0.25, 0.0),
+}
+DEFAULT_RTOL, DEFAULT_ATOL = TOLERANCES["float32"]
+
+
+def tolerance_for(dtype: np.dtype) -> tuple[float, float]:
+    """The default (rtol, atol) for outputs of `dtype`: exact for integers and booleans."""
+    name = str(dtype)
+    if name.startswith("float8") or name.startswith("float4"):
+        return TOLERANCES["float8"]
+    if name in TOLERANCES:
+        return TOLERANCES[name]
+    if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating):
+        return TOLERANCES["float32"]
+    return (0.0, 0.0)
 
 
 def load_tensor_file(path: Path, what: str = "reference") -> np.ndarray:
@@ -49,32 +74,82 @@ def load_reference(path: Path) -> np.ndarray:
     return load_tensor_file(path, "reference")
 
 
+def _as_reference_type(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """`got` read as `want`'s integer type: IREE's integers are signless, so a uint8 output
+    comes back as int8 (bitwise identical) and must be read as unsigned before comparing."""
+    if got.dtype == want.dtype or got.dtype.itemsize != want.dtype.itemsize:
+        return got
+    if _integral(got.dtype) and _integral(want.dtype):
+        return got.view(want.dtype)
+    return got
+
+
+def _integral(dtype: np.dtype) -> bool:
+    return bool(np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+
+
+def _as_float64(array: np.ndarray) -> np.ndarray:
+    """Values as float64 (bfloat16 and float8 from ml_dtypes convert too; complex keeps its modulus)."""
+    if np.iscomplexobj(array):
+        return np.abs(array).astype(np.float64)
+    return np.asarray(array).astype(np.float64)
+
+
 def compare_outputs(
     outputs: list[np.ndarray],
     expected: list[np.ndarray],
     *,
-    rtol: float = DEFAULT_RTOL,
-    atol: float = DEFAULT_ATOL,
+    rtol: float | None = None,
+    atol: float | None = None,
     reference: str,
 ) -> OutputCheck:
-    """Pass when, for every output, max|got - want| <= rtol * max|want| + atol."""
+    """Pass when NaN and ±Inf sit where the reference has them, and every finite value is within
+    rtol * max|finite reference| + atol of it (per-dtype defaults where rtol or atol is None)."""
     if len(outputs) < len(expected):
         raise UsageError(f"{len(expected)} references given but the function returned {len(outputs)} outputs")
     max_abs = 0.0
     max_rel = 0.0
-    passed = True
-    for index, (got, want) in enumerate(zip(outputs, expected, strict=False)):
-        if got.shape != want.shape:
+    mismatches = 0
+    first: Mismatch | None = None
+    for index, (got_raw, want) in enumerate(zip(outputs, expected, strict=False)):
+        if got_raw.shape != want.shape:
             raise UsageError(
-                f"output {index} has shape {'x'.join(map(str, got.shape))}, "
+                f"output {index} has shape {'x'.join(map(str, got_raw.shape))}, "
                 f"its reference {'x'.join(map(str, want.shape))}"
             )
-        want64 = want.astype(np.float64)
-        finite = bool(np.isfinite(got).all()) if np.issubdtype(got.dtype, np.floating) else True
-        # NaN or Inf in an output is an infinite error, not one that max() silently drops.
-        error = float(np.abs(got.astype(np.float64) - want64).max(initial=0.0)) if finite else float("inf")
-        scale = float(np.abs(want64).max(initial=0.0))
-        max_abs = max(max_abs, error)
-        max_rel = max(max_rel, error / scale if scale else error)
-        passed = passed and error <= rtol * scale + atol
-    return OutputCheck(passed, max_abs, max_rel, reference=reference)
+        got = _as_reference_type(got_raw, want)
+        default_rtol, default_atol = tolerance_for(want.dtype)
+        out_rtol = default_rtol if rtol is None else rtol
+        out_atol = default_atol if atol is None else atol
+        got64, want64 = _as_float64(got), _as_float64(want)
+        finite = np.isfinite(want64)
+        # NaN must meet NaN, and an infinity the same infinity: any other pairing is wrong.
+        special_wrong = np.where(
+            finite, ~np.isfinite(got64), ~((np.isnan(want64) & np.isnan(got64)) | (want64 == got64))
+        )
+        both = finite & np.isfinite(got64)
+        error = np.where(both, np.abs(got64 - np.where(both, want64, 0.0)), 0.0)
+        scale = float(np.abs(np.where(finite, want64, 0.0)).max(initial=0.0))
+        bound = out_rtol * scale + out_atol
+        wrong = special_wrong | (error > bound)
+        count = int(wrong.sum())
+        worst = float("inf") if bool(special_wrong.any()) else float(error.max(initial=0.0))
+        max_abs = max(max_abs, worst)
+        max_rel = max(max_rel, worst / scale if scale else worst)
+        if count and first is None:
+            at = tuple(int(i) for i in np.unravel_index(int(np.argmax(wrong)), wrong.shape))
+            first = Mismatch(index, at, _scalar(got[at]), _scalar(want[at]))
+        mismatches += count
+    return OutputCheck(mismatches == 0, max_abs, max_rel, reference=reference, mismatches=mismatches,
+                       first_mismatch=first)  # fmt: skip
+
+
+def _scalar(value: Any) -> float | int | bool:
+    """One element as a JSON-ready Python number."""
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if np.iscomplexobj(value):
+        return float(abs(value))
+    return float(value)

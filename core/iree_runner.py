@@ -284,7 +284,8 @@ class IreeModuleRun:
                     memory_type=rt.MemoryType.DEVICE_LOCAL,
                     allowed_usage=rt.BufferUsage.DEFAULT,
                     device=device,
-                    buffer=np.ascontiguousarray(a),
+                    # ascontiguousarray makes a 0-d array 1-d: a scalar tensor input would be refused.
+                    buffer=np.ascontiguousarray(a).reshape(a.shape),
                     element_type=rt.array_interop.map_dtype_to_element_type(a.dtype),
                 )
                 for a in arrays

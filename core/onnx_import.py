@@ -3,8 +3,11 @@
 Users arrive with models, not hand-written MLIR. `iree-import-onnx` turns an
 `.onnx` file into MLIR that the normal compile path takes; old models are
 upgraded to opset 17 first (IREE does not import opset-9 BatchNormalization).
-Imports run in a child process (cancellable, logged) and are cached by content
-like compiles, so the second run of a large model costs nothing here. Weights
+Imports run in a child process (`onnx_convert`: cancellable, logged, node names
+kept as MLIR locations) and are cached by content like compiles, so the second
+run of a large model costs nothing here. What the importer cannot take (a
+foreign domain, an element type it lacks) is refused before it runs, naming
+the node; float64 models are flagged so that the compile keeps f64. Weights
 kept outside the model, or too large to inline, go to a parameter archive that
 the run loads through IREE's parameter path.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import sys
 import threading
 import time
@@ -22,11 +26,25 @@ from typing import Any
 
 from gputop.core.compile import read_source
 from gputop.core.errors import CompileError, UsageError
+from gputop.core.onnx_convert import ERROR_PREFIX
+from gputop.core.onnx_model import (
+    explain_failure,
+    failing_node,
+    interface,
+    interface_change,
+    keeps_f64,
+    name_nodes,
+    random_ops,
+    refuse_unimportable,
+    uses_f64,
+)
 from gputop.core.paths import cache_dir
 from gputop.core.processes import run_logged
 from gputop.core.signature import FunctionSignature, TensorType
+from gputop.core.targets import known_bad_target
 
 OPSET = 17
+CONVERT_VERSION = 3  # part of the cache key: MLIR from an older converter lacks node locations
 
 
 def check_model(path: Path, data: bytes) -> Any:
@@ -65,6 +83,7 @@ class ImportedModel:
     parameters: Path | None
     seconds: float
     cache_hit: bool
+    f64: str | None = None  # "kept": the interface or weights are double (compile keeps f64); "demoted"; None
 
 
 def weights_layout(model: Any) -> tuple[bool, int]:
@@ -89,10 +108,14 @@ def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event
     """The model as MLIR (and a parameter archive for external or large weights), cached by content."""
     data = read_source(path)
     model = check_model(path, data)
+    refusal = refuse_unimportable(name_nodes(model))
+    if refusal is not None:
+        raise CompileError(f"{path.name}: {refusal}")
+    f64 = "kept" if keeps_f64(model) else "demoted" if uses_f64(model) else None
     external, inline_bytes = weights_layout(model)
     externalize = external or inline_bytes > EXTERNALIZE_BYTES
     digest = hashlib.sha256(data)
-    digest.update(f"opset{OPSET} externalize{externalize}".encode())
+    digest.update(f"opset{OPSET} externalize{externalize} convert{CONVERT_VERSION}".encode())
     digest.update(importlib.metadata.version("iree-base-compiler").encode())
     for weights in _external_files(path, model):
         # Weight files can be gigabytes: their name, size and time stand for their content.
@@ -104,33 +127,72 @@ def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event
     key = digest.hexdigest()[:32]
     target = cache_dir() / "onnx" / f"{key}.mlir"
     archive = target.with_suffix(".irpa") if externalize else None
-    if target.exists() and target.stat().st_size and (archive is None or archive.exists()):
-        return ImportedModel(target, archive, 0.0, True)
+    shape_file = target.with_suffix(".interface.json")
+    if target.exists() and target.stat().st_size and shape_file.exists() and (archive is None or archive.exists()):
+        return ImportedModel(target, archive, 0.0, True, f64)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial.mlir")
-    command = [
-        sys.executable, "-m", "iree.compiler.tools.import_onnx", str(path),
-        "--opset-version", str(OPSET), "-o", str(partial),
-    ]  # fmt: skip
+    command = [sys.executable, "-m", "gputop.core.onnx_convert", str(path), str(partial), "--opset", str(OPSET)]
+    command += ["--interface", str(shape_file.with_suffix(".partial.json"))]
     if archive is not None:
         command += [
-            "--externalize-params", "--params-scope", "model",
-            "--num-elements-threshold", str(EXTERNALIZE_MIN_ELEMENTS),
-            "--save-params-to", str(archive.with_suffix(".partial.irpa")),
+            "--params-to", str(archive.with_suffix(".partial.irpa")),
+            "--params-threshold", str(EXTERNALIZE_MIN_ELEMENTS), "--params-scope", "model",
         ]  # fmt: skip
     log = (out_dir or target.parent) / f"import-{path.stem}.log"
     started = time.perf_counter()
     text, returncode = run_logged(command, log, cancel, what="ONNX import")
     if returncode != 0 or not partial.exists():
-        lines = [line.strip() for line in text.splitlines()[1:] if line.strip()]
-        detail = next(
-            (line for line in reversed(lines) if "Error" in line or "error" in line), lines[-1] if lines else ""
-        )
-        raise CompileError(f"{path}: the ONNX importer failed: {detail}", log_path=str(log))
+        raise CompileError(f"{path.name}: {import_failure(text, returncode)}", log_path=str(log))
     if archive is not None:
         archive.with_suffix(".partial.irpa").replace(archive)
+    shape_file.with_suffix(".partial.json").replace(shape_file)
     partial.replace(target)
-    return ImportedModel(target, archive, time.perf_counter() - started, False)
+    return ImportedModel(target, archive, time.perf_counter() - started, False, f64)
+
+
+def import_failure(text: str, returncode: int) -> str:
+    """The child's own one-line verdict, or what killed it."""
+    said = next((line for line in reversed(text.splitlines()) if line.startswith(ERROR_PREFIX)), None)
+    if said is not None:
+        return said.removeprefix(ERROR_PREFIX)
+    if returncode < 0 or returncode >= 128:
+        signal = -returncode if returncode < 0 else returncode - 128
+        return f"the ONNX importer crashed (signal {signal})"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"the ONNX importer failed (exit {returncode}): {lines[-1] if lines else 'no output'}"
+
+
+def random_ops_in(path: Path) -> list[str]:
+    """The random op types of the model at `path` (see onnx_model.random_ops)."""
+    import onnx
+
+    return random_ops(onnx.load(str(path), load_external_data=False))
+
+
+def explain_compile_failure(path: Path, error: CompileError, flags: tuple[str, ...] = ()) -> CompileError:
+    """The compile error of an imported model, reworded to name the ONNX node it comes from.
+
+    A crash stays a crash: it names the node where the output locates one, or the graph's one
+    computing node, unless the flags name a target known to crash the compiler (then the
+    target, not the node, is to blame and the message already says so).
+    """
+    import onnx
+
+    try:
+        model = name_nodes(onnx.load(str(path), load_external_data=False))
+    except Exception:  # the model imported a moment ago; if it cannot be read now, keep the compiler's words
+        return error
+    if error.message.startswith("the compiler crashed"):  # a crash stays a crash; the node says where
+        node = failing_node(model, error.output, guess=known_bad_target(flags) is None)
+        line = f"{error.message} while compiling {node}" if node is not None else None
+    else:
+        line = explain_failure(model, error.output)
+    if line is None:
+        return error
+    named = CompileError(f"{path.name}: {line}", log_path=error.log_path)
+    named.diagnostics, named.output = error.diagnostics, error.output
+    return named
 
 
 ONNX_TO_MLIR = {
@@ -142,37 +204,66 @@ ONNX_TO_MLIR = {
     "int16": "i16",
     "int8": "i8",
     "uint8": "ui8",
+    "uint16": "ui16",
+    "uint32": "ui32",
+    "uint64": "ui64",
     "bool": "i1",
 }
 
 
-def graph_signature(path: Path, function: str) -> FunctionSignature:
-    """The model's inputs and outputs from its graph (initializer-backed inputs are weights)."""
-    import onnx
-    from onnx import helper
+def imported_interface(mlir: Path) -> Path:
+    """Where the import wrote the interface of the graph it imported (beside the cached MLIR)."""
+    return mlir.with_suffix(".interface.json")
 
-    model = onnx.load(str(path), load_external_data=False)
-    weights = {init.name for init in model.graph.initializer}
 
-    def types(values: Any, are_inputs: bool) -> tuple[TensorType, ...]:
-        found = []
-        for value in values:
-            if value.name in weights:
-                continue
-            tensor = value.type.tensor_type
-            dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+def graph_signature(
+    path: Path, function: str, *, inputs_given: bool = False, imported: Path | None = None
+) -> FunctionSignature:
+    """The model's inputs and outputs from its graph (initializer-backed inputs are weights).
+
+    `imported` is the interface the import wrote (the graph as compiled, after any opset
+    upgrade); without it the model's own graph is read. A dynamic input dimension asks for
+    `--input`, unless the inputs are given (`inputs_given`): then the given array's size is taken.
+    """
+    found = _read_interface(imported) if imported is not None else None
+    if found is None:
+        import onnx
+
+        found = interface(onnx.load(str(path), load_external_data=False))
+
+    def types(rows: list[dict[str, Any]], are_inputs: bool) -> tuple[TensorType, ...]:
+        result = []
+        for row in rows:
             dims: list[int | None] = []
-            for dim in tensor.shape.dim:
-                if dim.HasField("dim_value") and dim.dim_value > 0:
-                    dims.append(int(dim.dim_value))
-                elif are_inputs:
-                    name = dim.dim_param or "?"
+            for dim in row["dims"]:
+                if isinstance(dim, int):
+                    dims.append(dim)
+                elif are_inputs and not inputs_given:
+                    name = dim or "?"
                     raise UsageError(
-                        f"{path.name}: input {value.name!r} has a dynamic dimension {name!r}: give it with --input"
+                        f"{path.name}: input {row['name']!r} has a dynamic dimension {name!r}: give it with --input"
                     )
                 else:
                     dims.append(None)
-            found.append(TensorType(tuple(dims), ONNX_TO_MLIR.get(dtype, dtype)))
-        return tuple(found)
+            result.append(TensorType(tuple(dims), ONNX_TO_MLIR.get(row["dtype"], row["dtype"])))
+        return tuple(result)
 
-    return FunctionSignature(function, types(model.graph.input, True), types(model.graph.output, False))
+    return FunctionSignature(function, types(found["inputs"], True), types(found["outputs"], False))
+
+
+def interface_changed(path: Path, imported: Path) -> str | None:
+    """How the import's opset upgrade changed the model's inputs, in one line, or None."""
+    import onnx
+
+    after = _read_interface(imported)
+    if after is None:
+        return None
+    return interface_change(interface(onnx.load(str(path), load_external_data=False)), after)
+
+
+def _read_interface(file: Path) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found

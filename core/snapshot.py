@@ -173,13 +173,25 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Mismatch:
+    """The first element of an output that differs from its reference."""
+
+    output: int
+    index: tuple[int, ...]
+    got: float | int | bool
+    expected: float | int | bool
+
+
+@dataclass(frozen=True)
 class OutputCheck:
-    """How the outputs compare with a reference."""
+    """How the outputs compare with a reference; on a failure the errors are never 0."""
 
     passed: bool
-    max_abs_err: float
+    max_abs_err: float  # inf when a NaN or an infinity sits where the reference has none (or another)
     max_rel_err: float
     reference: str
+    mismatches: int = 0  # elements outside the tolerance, NaN/Inf misplaced included
+    first_mismatch: Mismatch | None = None
 
 
 @dataclass(frozen=True)
@@ -487,6 +499,7 @@ class CompileRecord:
     cache_key: str | None
     log: str | None
     seconds: float
+    f64: str | None = None  # "kept" (compiled with f64), "demoted" (IREE's default, f64 as f32), None: no f64
 
 
 @dataclass(frozen=True)

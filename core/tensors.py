@@ -18,15 +18,18 @@ def summarize(arrays: list[np.ndarray]) -> tuple[TensorSummary, ...]:
     """Shape, dtype and mean/min/max (numeric arrays only) of each array, in order."""
     rows = []
     for index, array in enumerate(arrays):
-        numeric = array.size > 0 and np.issubdtype(array.dtype, np.number)
+        dtype = str(array.dtype)
+        # ml_dtypes' floats (bfloat16, float8) are not np.number: read them as float32
+        values = array.astype(np.float32) if dtype.startswith(("bfloat16", "float8", "float4")) else array
+        numeric = values.size > 0 and np.issubdtype(values.dtype, np.number)
         rows.append(
             TensorSummary(
                 index=index,
                 shape=tuple(int(d) for d in array.shape),
-                dtype=str(array.dtype),
-                mean=float(array.mean()) if numeric else None,
-                min=float(array.min()) if numeric else None,
-                max=float(array.max()) if numeric else None,
+                dtype=dtype,
+                mean=float(values.mean()) if numeric else None,
+                min=float(values.min()) if numeric else None,
+                max=float(values.max()) if numeric else None,
             )
         )
     return tuple(rows)

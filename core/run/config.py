@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core import demos
-from gputop.core.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gputop.core.errors import UsageError
 from gputop.core.inputs import DEFAULT_SEED
 from gputop.core.iree_runner import PARAMETER_MODES
@@ -109,8 +108,8 @@ class RunConfig:
     use_cache: bool = True
     check: bool = True
     checks: tuple[Path, ...] = ()
-    rtol: float = DEFAULT_RTOL
-    atol: float = DEFAULT_ATOL
+    rtol: float | None = None  # None: the default of each output's element type (check.TOLERANCES)
+    atol: float | None = None
     profile: bool = False  # one profile pass after the steady calls (gputop run --profile)
     profile_calls: int = 10  # calls in a profile pass asked for while running (the TUI's p)
     profile_every_s: float | None = None  # keep profiling periodically, merging passes
@@ -137,7 +136,7 @@ class RunConfig:
             raise UsageError("--record-every must be 0 (every sample) or positive")
         if self.capture_calls < 0:
             raise UsageError("--capture must be 0 or more calls")
-        if self.rtol < 0 or self.atol < 0:
+        if (self.rtol is not None and self.rtol < 0) or (self.atol is not None and self.atol < 0):
             raise UsageError("--rtol and --atol must be 0 or more")
         if self.renderdoc not in RENDERDOC_MODES:
             raise UsageError(f"--renderdoc {self.renderdoc!r}: choose from {', '.join(RENDERDOC_MODES)}")

@@ -16,9 +16,10 @@ from gputop.core import demos
 from gputop.core.affinity import AffinityAnalysis, affinity_flags, analyse_module
 from gputop.core.compile import compile_module
 from gputop.core.devices import resolve_device
-from gputop.core.errors import DeviceUnavailableError, GputopError
+from gputop.core.errors import CompileError, DeviceUnavailableError, GputopError
 from gputop.core.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
-from gputop.core.onnx_import import OPSET, import_onnx
+from gputop.core.onnx_import import OPSET, explain_compile_failure, import_onnx
+from gputop.core.onnx_model import F64_FLAG
 from gputop.core.run.config import TargetKind
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import DeviceInfo
@@ -84,6 +85,7 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
         flags = config.target_flags or device.compile_target or ()
     flags = tuple(flags) + config.extra_compile_flags
     imported_parameters: Path | None = None
+    f64: str | None = None
     if demo is not None:
         source_path, source_bytes = Path(f"{demo.name}.mlir"), demo.source()
     elif target.kind is TargetKind.ONNX:
@@ -100,6 +102,11 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
         source_path, source_bytes = model.mlir, None
         if not any("const-eval" in flag for flag in flags):
             flags += ONNX_COMPILE_FLAGS
+        if model.f64 == "kept" and not any("demote-f64" in flag for flag in flags):
+            # Double inputs, outputs or weights: demoted, the module would read f64 bytes as f32.
+            flags += (F64_FLAG,)
+            ctx.state.event("info", "the model's interface or weights are float64: compiled keeping f64")
+        f64 = model.f64
         ctx.state.set_state("compiling")
     else:
         assert target.path is not None
@@ -114,10 +121,19 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
             use_cache=config.use_cache,
             source_bytes=source_bytes,
         )
+    except CompileError as exc:
+        ctx.state.set_diagnostics(exc.diagnostics)
+        if target.kind is TargetKind.ONNX and target.path is not None:
+            raise explain_compile_failure(target.path, exc, flags) from None
+        raise
     except GputopError as exc:
         ctx.state.set_diagnostics(tuple(getattr(exc, "diagnostics", ())))
         raise
-    ctx.state.set_compiled(compiled)
+    if F64_FLAG in flags:
+        f64 = "kept"
+    elif f64 == "kept":  # the user's own flag demoted a double model
+        f64 = "demoted"
+    ctx.state.set_compiled(compiled, f64=f64)
     ctx.state.set_diagnostics(compiled.diagnostics)
     affinity: AffinityAnalysis | None = None
     if len(devices) > 1:

@@ -58,6 +58,7 @@ class RunOutcome:
     """What a run produced besides its snapshots: module, tensors, check, parameters, stage timings."""
 
     compiled: CompiledModule | None = None
+    f64: str | None = None  # float64 in the compiled module: "kept", "demoted" or None (see set_compiled)
     inputs: tuple[np.ndarray, ...] = ()
     outputs: tuple[np.ndarray, ...] = ()
     check: OutputCheck | None = None
@@ -194,7 +195,7 @@ class RunState:
                 peak_live_bytes=tuple(self._peak_live.items()),
                 host_rss_peak_bytes=self._peak_rss,
                 memory_samples=self._samples,
-                compile=_compile_record(compiled) if compiled is not None else None,
+                compile=_compile_record(compiled, outcome.f64) if compiled is not None else None,
                 parameter_files=tuple(str(p) for p in outcome.parameter_files),
                 parameter_mode=outcome.parameter_mode,
                 inputs=summarize(list(outcome.inputs)),
@@ -271,10 +272,12 @@ class RunState:
         with self._lock:
             self._renderdoc = status
 
-    def set_compiled(self, compiled: CompiledModule) -> None:
+    def set_compiled(self, compiled: CompiledModule, *, f64: str | None = None) -> None:
+        """Keep the compiled module; `f64` says whether float64 was kept or demoted to float32."""
+        record = _compile_record(compiled, f64)
         with self._lock:
-            self._outcome = replace(self._outcome, compiled=compiled)
-        self._writer.update(compile=_compile_record(compiled))
+            self._outcome = replace(self._outcome, compiled=compiled, f64=f64)
+        self._writer.update(compile=record)
 
     def set_tensors(self, *, inputs: list[np.ndarray] | None = None, outputs: list[np.ndarray] | None = None) -> None:
         with self._lock:
@@ -340,7 +343,15 @@ class RunState:
         if check is not None:
             verdict = "match" if check.passed else "DO NOT match"
             level = "info" if check.passed else "error"
-            self.event(level, f"outputs {verdict} {check.reference} (max abs err {check.max_abs_err:.3g})")
+            detail = f"max abs err {check.max_abs_err:.3g}"
+            first = check.first_mismatch
+            if first is not None:
+                at = ",".join(map(str, first.index))
+                detail += (
+                    f"; {check.mismatches} elements differ, first output {first.output} [{at}]: "
+                    f"got {first.got}, expected {first.expected}"
+                )
+            self.event(level, f"outputs {verdict} {check.reference} ({detail})")
 
     def time_enqueues(self) -> None:
         """Also time when each call's enqueues returned (OpenCL), shown beside the synced time."""
@@ -450,7 +461,7 @@ class RunState:
         return replace(load, seconds=time.monotonic() - self._parameters_started, timestamp=time.time())
 
 
-def _compile_record(compiled: CompiledModule) -> CompileRecord:
+def _compile_record(compiled: CompiledModule, f64: str | None = None) -> CompileRecord:
     return CompileRecord(
         vmfb=str(compiled.vmfb_path),
         flags=tuple(compiled.flags),
@@ -458,4 +469,5 @@ def _compile_record(compiled: CompiledModule) -> CompileRecord:
         cache_key=compiled.cache_key,
         log=str(compiled.log_path) if compiled.log_path else None,
         seconds=compiled.compile_s,
+        f64=f64,
     )

@@ -100,7 +100,7 @@ def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) 
         "enqueue": _calls_json(snap.enqueue) if snap.enqueue else None,
         "stages": None,
         "diagnostics": to_json(snap.diagnostics),
-        "compile": {"vmfb": None, "flags": None, "cache_hit": None, "cache_key": None, "log": None},
+        "compile": {"vmfb": None, "flags": None, "cache_hit": None, "cache_key": None, "log": None, "f64": None},
         "parameters": _parameters_json(snap),
         "inputs": [],
         "outputs": [],
@@ -139,5 +139,6 @@ def build_report(snap: RunSnapshot, summary: RunSummary) -> dict[str, Any]:
             "cache_hit": summary.compile.cache_hit,
             "cache_key": summary.compile.cache_key,
             "log": summary.compile.log,
+            "f64": summary.compile.f64,
         }
     return report
