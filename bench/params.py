@@ -69,11 +69,9 @@ def resident_fraction(path: Path) -> float:
 
 def drop_cache(path: Path) -> float:
     """Evict the file from the page cache; returns the share still resident afterwards."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+    from gputop.core.param_archive import evict_from_page_cache
+
+    evict_from_page_cache(path)
     return resident_fraction(path)
 
 

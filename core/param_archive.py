@@ -31,11 +31,13 @@ __all__ = [
     "PARAMETER_SUFFIXES",
     "ParameterEntry",
     "TensorSpec",
+    "evict_from_page_cache",
     "expected_head",
     "head_module_source",
     "model_layout",
     "read_archive",
     "write_irpa",
+    "write_model",
 ]
 
 PARAMETER_SUFFIXES = {".irpa": "irpa", ".safetensors": "safetensors", ".gguf": "gguf"}
@@ -295,3 +297,33 @@ def write_irpa(
     finally:
         os.close(fd)
     return tuple(ParameterEntry(s.key, s.nbytes, path, o) for s, o in zip(specs, offsets, strict=True))
+
+
+def write_model(archive: Path, source: Path, tensors: int, total_bytes: int) -> list[TensorSpec]:
+    """A model-like archive of `tensors` tensors and the module that reads it (`head()`), the archive on disk.
+
+    Synced, so that evicting it afterwards really sends its reads to the disk.
+    """
+    specs = model_layout(tensors, total_bytes)
+    write_irpa(archive, specs)
+    source.write_text(head_module_source(specs))
+    fd = os.open(archive, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return specs
+
+
+def evict_from_page_cache(path: Path) -> None:
+    """Drop `path` from the page cache, so the next read of it goes to the disk (a cold load).
+
+    The file is synced first: pages written moments ago are dirty, and the kernel
+    evicts only clean ones.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)

@@ -20,16 +20,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from gputop.core.param_archive import evict_from_page_cache, write_model
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import EngineBridge, RunConfig
-
-
-def evict(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 async def shoot(args: argparse.Namespace) -> None:
@@ -87,19 +80,12 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gputop-shot-") as folder:
         if args.target is None or args.params is None:
-            from gputop.core.param_archive import head_module_source, model_layout, write_irpa
-
-            specs = model_layout(args.tensors, int(args.gib * 2**30))
             args.out = args.out.resolve()
             os.chdir(folder)  # the header then names model.mlir, not a temporary folder
             args.params, args.target = Path("model.irpa"), Path("model.mlir")
-            write_irpa(args.params, specs)
-            args.target.write_text(head_module_source(specs))
-            fd = os.open(args.params, os.O_RDONLY)
-            os.fsync(fd)
-            os.close(fd)
+            write_model(args.params, args.target, args.tensors, int(args.gib * 2**30))
         if args.cold:
-            evict(args.params)
+            evict_from_page_cache(args.params)
         asyncio.run(shoot(args))
 
 

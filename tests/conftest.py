@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from gputop.core.devices import iree_devices, opencl_devices
@@ -110,6 +111,16 @@ def spawn_gputop(*args: str, env: dict[str, str] | None = None) -> subprocess.Po
         stdin=subprocess.DEVNULL,
         env={**os.environ, **(env or {})},
     )
+
+
+def processes_naming(folder: Path) -> list[str]:
+    """Every live process on the machine whose command line names `folder` (an engine, its viewers, its tools)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if str(folder) in cmdline and process.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(cmdline)
+    return found
 
 
 def end_child(child: subprocess.Popen[str], signum: int = 15, timeout: float = 60) -> str:

@@ -162,19 +162,12 @@ def test_a_long_load_shows_its_progress(tmp_path: Path) -> None:
     A 1 GiB model read from a cold page cache by the streamed loader on local-task
     (seconds on the 2-core CI machine); the lines must show loading under way.
     """
-    import os
 
-    from gputop.core.param_archive import head_module_source, model_layout, write_irpa
+    from gputop.core.param_archive import evict_from_page_cache, write_model
 
-    specs = model_layout(64, 2**30)
-    archive = tmp_path / "model.irpa"
-    write_irpa(archive, specs)
-    source = tmp_path / "head.mlir"
-    source.write_text(head_module_source(specs))
-    fd = os.open(archive, os.O_RDONLY)
-    os.fsync(fd)
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # cold: read from the disk
-    os.close(fd)
+    archive, source = tmp_path / "model.irpa", tmp_path / "head.mlir"
+    specs = write_model(archive, source, 64, 2**30)
+    evict_from_page_cache(archive)  # cold: read from the disk
     proc = run_gputop(
         "run", str(source), "--device", "local-task", "-n", "0", "--params", str(archive), "--params-mode", "streamed"
     )

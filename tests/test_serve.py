@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -30,7 +28,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import assert_one_line_error, free_port, poll, run_gputop
+from conftest import assert_one_line_error, end_child, free_port, poll, run_gputop, spawn_gputop
 
 PROMETHEUS = shutil.which("prometheus")
 TOKEN = "s3cret-token-for-the-scrape-0123456789"
@@ -42,30 +40,8 @@ def fetch(url: str, timeout: float = 5, token: str | None = None) -> str:
         return str(response.read().decode())
 
 
-def gputop_child(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gputop.tui", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def stop(child: subprocess.Popen[str]) -> str:
-    if child.poll() is None:
-        child.terminate()
-    try:
-        _, stderr = child.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        _, stderr = child.communicate()
-    return stderr or ""
-
-
 def serve_on(port: int, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return gputop_child(
+    return spawn_gputop(
         "serve", "demo:mlp", "--device", "local-task", "--metrics-port", str(port), "--profile-every", "5",
         "--quiet", *extra, env=env,
     )  # fmt: skip
@@ -76,7 +52,7 @@ def served() -> Iterator[tuple[int, subprocess.Popen[str]]]:
     port = free_port()
     child = serve_on(port)  # no --metrics-addr: the default must be this machine only
     yield port, child
-    stderr = stop(child)
+    stderr = end_child(child)
     assert "Traceback" not in stderr
     assert f"serving metrics at http://127.0.0.1:{port}/metrics" in stderr and "warning" not in stderr
 
@@ -88,7 +64,7 @@ def guarded(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port = free_port()
     child = serve_on(port, "--token", str(token_file))
     yield port, token_file
-    stderr = stop(child)
+    stderr = end_child(child)
     assert "Traceback" not in stderr and "(bearer token required)" in stderr
 
 
@@ -133,7 +109,7 @@ def test_the_token_from_the_environment_and_bad_tokens(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError):
             fetch(url)
     finally:
-        stop(child)
+        end_child(child)
     short = tmp_path / "short"
     short.write_text("abc\n")
     proc = run_gputop("serve", "demo:mlp", "--device", "cpu", "--metrics-port", "0", "--token", str(short))
@@ -266,7 +242,7 @@ async def test_web_serves_the_tui() -> None:
     import aiohttp
 
     port = free_port()
-    child = gputop_child("web", "--port", str(port), "demo:mlp", "--device", "local-task")
+    child = spawn_gputop("web", "--port", str(port), "demo:mlp", "--device", "local-task")
     try:
         page = poll(lambda: fetch(f"http://localhost:{port}/"), timeout=60)
         assert "<div>gputop</div>" in page and f"ws://localhost:{port}/ws" in page and "textual.js" in page
@@ -288,7 +264,7 @@ async def test_web_serves_the_tui() -> None:
         plain = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen)
         assert "Memory" in plain and "Kernels" in plain, plain[-2000:]
     finally:
-        stderr = stop(child)
+        stderr = end_child(child)
         assert "Traceback" not in stderr
 
 

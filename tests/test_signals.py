@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
-from conftest import poll, spawn_gputop
+from conftest import poll, processes_naming, spawn_gputop
 from gputop.core.control import CONTROL_SOCKET, ControlUnavailable, ask
 
 PROMPT_S = 15.0  # "promptly": the run's ending included, on a loaded 2-core machine
@@ -49,15 +49,6 @@ def last_sample(folder: Path) -> dict[str, Any]:
         return dict(json.loads(lines[-1])) if lines else {}
     except ValueError:
         return {}
-
-
-def children_naming(folder: Path) -> list[str]:
-    found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
-        cmdline = " ".join(process.info["cmdline"] or [])
-        if str(folder) in cmdline and process.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(cmdline)
-    return found
 
 
 def signal_and_time(child: subprocess.Popen[Any], signum: int = signal.SIGTERM) -> float:
@@ -92,7 +83,7 @@ def reach(state: str, folder: Path) -> None:
     """Bring a `gputop serve` run into `state` (through its control channel, as a viewer would)."""
     if state == "compiling":
         poll(lambda: manifest(folder)["state"] == "compiling", timeout=60)
-        poll(lambda: any("iree-compile" in c for c in children_naming(folder)), timeout=60)
+        poll(lambda: any("iree-compile" in c for c in processes_naming(folder)), timeout=60)
         return
     poll(lambda: ask_quietly(folder, "hello").get("state") == "running", timeout=180, every=0.2)
     if state == "paused":
@@ -131,7 +122,7 @@ def test_an_engine_ends_promptly_in_every_state(tmp_path: Path, state: str, sign
     assert child.returncode == code and took < PROMPT_S, (child.returncode, took, stderr)
     assert "Traceback" not in stderr and "gputop: interrupted" in stderr
     assert_interrupted(folder, code)
-    assert children_naming(folder) == []  # compiler and profiler reaped with it
+    assert processes_naming(folder) == []  # compiler and profiler reaped with it
 
 
 def test_a_second_signal_writes_the_record_at_once(tmp_path: Path) -> None:

@@ -12,37 +12,20 @@ import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
+from tui_pilot import calls, choose_device, live_app, wait_for
 
 from gputop.core.store.replay import read_snapshots
 from gputop.tui.app import GputopApp
-from gputop.tui.bridge import CaptureInfo, EngineBridge, ReplaySource, RunConfig, SnapshotArrived
+from gputop.tui.bridge import CaptureInfo, ReplaySource, SnapshotArrived
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.table import KeyedTable
 from gputop.tui.report_text import DISPATCH_COLUMNS
 from gputop.tui.roofline import RooflineScreen
-from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen
-
-
-def live_app(**config: object) -> GputopApp:
-    base: dict[str, object] = {"target": "demo:mlp", "device": "local-task", "iterations": None}
-    base.update(config)
-    return GputopApp(EngineBridge(RunConfig(**base)))  # type: ignore[arg-type]
-
-
-async def wait_for(pilot: Pilot[int], condition: object, timeout: float = 60.0) -> None:
-    waited = 0.0
-    while not condition():  # type: ignore[operator]
-        await pilot.pause(0.1)
-        waited += 0.1
-        assert waited < timeout, "timed out waiting for the app"
+from gputop.tui.screens import CaptureScreen, HelpScreen
 
 
 def log_text(app: GputopApp) -> str:
     return "\n".join(app.query_one(LogPane).messages)
-
-
-def calls(app: GputopApp) -> int:
-    return app.snapshot.calls.count if app.snapshot else 0
 
 
 async def test_live_run_fills_the_panes() -> None:
@@ -147,13 +130,7 @@ async def test_device_chooser_moves_the_run() -> None:
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
-        await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, DeviceScreen))
-        option_list = app.screen.query_one("OptionList")
-        ids = [option_list.get_option_at_index(i).id for i in range(option_list.option_count)]  # type: ignore[attr-defined]
-        assert "local-sync" in ids
-        option_list.highlighted = ids.index("local-sync")  # type: ignore[attr-defined]
-        await pilot.press("enter")
+        await choose_device(app, pilot, "local-sync")
         await wait_for(
             pilot,
             lambda: (
@@ -320,20 +297,13 @@ async def test_o_without_a_display_prints_the_command(monkeypatch: pytest.Monkey
 
 async def test_a_parameter_load_shows_its_progress_in_the_header_and_run_pane(tmp_path: Path) -> None:
     """While a model streams in, the header has a bar of bytes loaded and the Run pane its rate; totals after."""
-    import os
 
-    from gputop.core.param_archive import head_module_source, model_layout, write_irpa
+    from gputop.core.param_archive import evict_from_page_cache, write_model
     from gputop.tui.panes.header import HeaderBar
 
-    specs = model_layout(48, 512 * 2**20)
-    archive = tmp_path / "model.irpa"
-    write_irpa(archive, specs)
-    source = tmp_path / "head.mlir"
-    source.write_text(head_module_source(specs))
-    fd = os.open(archive, os.O_RDONLY)
-    os.fsync(fd)
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # cold: seconds of loading on the CI machine
-    os.close(fd)
+    archive, source = tmp_path / "model.irpa", tmp_path / "head.mlir"
+    write_model(archive, source, 48, 512 * 2**20)
+    evict_from_page_cache(archive)  # cold: seconds of loading on the CI machine
     app = live_app(target=str(source), params=(archive,), params_mode="streamed", iterations=1)
     under_way: list[SnapshotArrived] = []
 

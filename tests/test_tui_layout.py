@@ -16,27 +16,19 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Footer
+from tui_pilot import calls, choose_device, live_app, wait_for
 
 from gputop.tui.app import GputopApp
-from gputop.tui.bridge import EngineBridge, ReplaySource, RunConfig
+from gputop.tui.bridge import ReplaySource
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.table import KeyedTable
 from gputop.tui.panes.tabs import PaneTabs
-from gputop.tui.screens import DeviceScreen
 
 PROFILED = Path(__file__).parent / "data" / "mlp_profiled_local_task.jsonl"
 SIZES = [(80, 24), (120, 40), (200, 60)]
 SIZE_IDS = ["80x24", "120x40", "200x60"]
 TITLES = ("Run", "Memory pools", "Kernels", "Exports", "Captures")
-
-
-async def wait_for(pilot: Pilot[int], condition: object, timeout: float = 60.0) -> None:
-    waited = 0.0
-    while not condition():  # type: ignore[operator]
-        await pilot.pause(0.1)
-        waited += 0.1
-        assert waited < timeout, "timed out waiting for the app"
 
 
 def on_screen(app: GputopApp, widget: object, x_offset: int = 0) -> bool:
@@ -123,16 +115,6 @@ async def test_a_recorded_run_offers_no_live_keys() -> None:
 
 
 # -- the real engine: nothing of the run before a reload or a device switch stays --------------------
-def live_app(folder: Path) -> GputopApp:
-    return GputopApp(
-        EngineBridge(RunConfig(target="demo:mlp", device="local-task", iterations=None, session_dir=folder))
-    )
-
-
-def calls(app: GputopApp) -> int:
-    return app.snapshot.calls.count if app.snapshot else 0
-
-
 async def profiled(app: GputopApp, pilot: Pilot[int]) -> KeyedTable:
     await wait_for(pilot, lambda: calls(app) > 1)
     await pilot.press("p")
@@ -143,7 +125,7 @@ async def profiled(app: GputopApp, pilot: Pilot[int]) -> KeyedTable:
 
 async def test_reload_shows_no_old_row_and_continues_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "session"
-    app = live_app(folder)
+    app = live_app(session_dir=folder)
     async with app.run_test(size=(80, 24)) as pilot:
         kernels = await profiled(app, pilot)
         assert not app.query_one("#kernels-hint").display or "profiling" in str(app.query_one("#kernels-hint").render())
@@ -166,17 +148,12 @@ async def test_reload_shows_no_old_row_and_continues_the_folder(tmp_path: Path) 
 
 
 async def test_device_switch_shows_no_row_of_the_old_device(tmp_path: Path) -> None:
-    app = live_app(tmp_path / "session")
+    app = live_app(session_dir=tmp_path / "session")
     async with app.run_test(size=(120, 40)) as pilot:
         kernels = await profiled(app, pilot)
         memory = app.query_one("#memory-table", KeyedTable)
         assert any(key.startswith("local-task/") for key in memory.row_keys)
-        await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, DeviceScreen))
-        option_list = app.screen.query_one("OptionList")
-        ids = [option_list.get_option_at_index(i).id for i in range(option_list.option_count)]  # type: ignore[attr-defined]
-        option_list.highlighted = ids.index("local-sync")  # type: ignore[attr-defined]
-        await pilot.press("enter")
+        await choose_device(app, pilot, "local-sync")
         await pilot.pause(0.05)
         assert kernels.row_keys == [] and not any(key.startswith("local-task/") for key in memory.row_keys)
         await wait_for(

@@ -30,7 +30,7 @@ import psutil
 import pytest
 from web_client import Viewer, plain
 
-from conftest import end_child, free_port, poll, spawn_gputop
+from conftest import end_child, free_port, poll, processes_naming, spawn_gputop
 
 CLIENT = Path(__file__).parent / "web_client.py"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -71,16 +71,6 @@ def _is_gputop(process: psutil.Process, kind: str) -> bool:
         and "gputop.tui" in cmdline
         and (kind in cmdline)
     )
-
-
-def gputop_processes(folder: Path) -> list[str]:
-    """Every process on the machine whose command line names the session folder (engine, viewers)."""
-    found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
-        cmdline = " ".join(process.info["cmdline"] or [])
-        if str(folder) in cmdline and process.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(cmdline)
-    return found
 
 
 def start_web(*extra: str, target: tuple[str, ...] = ("demo:mlp", "--device", "local-task")) -> Web:
@@ -185,7 +175,7 @@ def test_a_vanished_browser_leaves_no_viewer_and_a_killed_server_leaves_nothing(
         web.child.wait()
         second.kill()
         second.wait()
-        poll(lambda: not gputop_processes(folder), timeout=10, every=0.2)
+        poll(lambda: not processes_naming(folder), timeout=10, every=0.2)
         manifest = json.loads((folder / "manifest.json").read_text())
         assert manifest["state"] == "stopped" and manifest["exit_code"] == 0  # it noticed, and wrote its ending
         assert (folder / "report.json").is_file() and not (folder / "control.sock").exists()
@@ -206,7 +196,7 @@ def test_sigterm_ends_the_server_its_viewers_and_its_engine(web: Web) -> None:
         web.child.send_signal(signal.SIGTERM)
         web.child.wait(timeout=30)
         assert web.child.returncode == 143 and time.monotonic() - started < 20
-        assert not gputop_processes(folder)
+        assert not processes_naming(folder)
         assert all(not v.is_running() or v.status() == psutil.STATUS_ZOMBIE for v in viewers)
         manifest = json.loads((folder / "manifest.json").read_text())
         assert manifest["state"] == "interrupted" and manifest["exit_code"] == 143

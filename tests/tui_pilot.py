@@ -1,0 +1,44 @@
+"""What the TUI tests share: the real app on a live engine, and waiting on it through the Pilot.
+
+The tests drive the real app (`run_test`) over the real engine; these are the
+steps several of them take the same way, kept in one place so a change to how
+the app is built or polled is made once.
+"""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from gputop.tui.app import GputopApp
+from gputop.tui.bridge import EngineBridge, RunConfig
+from gputop.tui.screens import DeviceScreen
+
+
+def live_app(**config: object) -> GputopApp:
+    """The app on a live engine calling demo:mlp on local-task until stopped; `config` overrides RunConfig."""
+    base: dict[str, object] = {"target": "demo:mlp", "device": "local-task", "iterations": None}
+    base.update(config)
+    return GputopApp(EngineBridge(RunConfig(**base)))  # type: ignore[arg-type]
+
+
+async def wait_for(pilot: Pilot[int], condition: object, timeout: float = 60.0) -> None:
+    waited = 0.0
+    while not condition():  # type: ignore[operator]
+        await pilot.pause(0.1)
+        waited += 0.1
+        assert waited < timeout, "timed out waiting for the app"
+
+
+def calls(app: GputopApp) -> int:
+    return app.snapshot.calls.count if app.snapshot else 0
+
+
+async def choose_device(app: GputopApp, pilot: Pilot[int], device_id: str) -> None:
+    """`d`, then `device_id` picked in the chooser and Enter, as a user would."""
+    await pilot.press("d")
+    await wait_for(pilot, lambda: isinstance(app.screen, DeviceScreen))
+    option_list = app.screen.query_one("OptionList")
+    ids = [option_list.get_option_at_index(i).id for i in range(option_list.option_count)]  # type: ignore[attr-defined]
+    assert device_id in ids
+    option_list.highlighted = ids.index(device_id)  # type: ignore[attr-defined]
+    await pilot.press("enter")
