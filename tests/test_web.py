@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -227,15 +228,17 @@ async def test_downloads_go_to_the_browser(web: Web) -> None:
     async with aiohttp.ClientSession() as session, session.ws_connect(web.ws_url) as ws:
         viewer = Viewer(ws)
         assert await viewer.panes_shown()
+        # the panes come up while the demo still compiles: a report with calls needs the calls first
+        assert await viewer.read_until(lambda v: re.search(r"calls [1-9]\d*\s+[\d.]+/s", plain(v.screen)) is not None)
 
         async def delivered(key: str) -> tuple[str, str]:
             await viewer.press(key)
             await viewer.read_until(lambda v: any(m[0] == "deliver_file_start" for m in v.meta), timeout=60)
             [start] = [m for m in viewer.meta if m[0] == "deliver_file_start"]
             viewer.meta.clear()
-            async with session.get(f"{web.url}/download/{start[1]}") as response:
-                assert response.status == 200
-                return response.headers["Content-Disposition"], await response.text()
+            status, headers, body = await viewer.download(session, f"{web.url}/download/{start[1]}")
+            assert status == 200
+            return headers["Content-Disposition"], body
 
         disposition, text = await delivered("e")
         report = json.loads(text)

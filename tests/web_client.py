@@ -10,6 +10,7 @@ reading until it is killed: a visitor whose browser can vanish at any moment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import sys
@@ -56,6 +57,23 @@ class Viewer:
 
     async def press(self, key: str) -> None:
         await self.ws.send_str(json.dumps(["stdin", key]))
+
+    async def download(self, client: aiohttp.ClientSession, url: str) -> tuple[int, dict[str, str], str]:
+        """GET a download while the screen keeps being read, as a browser's tab goes on reading it.
+
+        A reader that stops reading the websocket stalls the server (aiohttp stops
+        reading the socket after 128 KiB of unread frames, and textual-serve's
+        loop, blocked sending them, no longer reads the app's chunks), and
+        textual-serve ends a download whose chunk is 4 s late with an empty body.
+        """
+        reading = asyncio.create_task(self.read_until(lambda v: v.closed, timeout=600))
+        try:
+            async with client.get(url) as response:
+                return response.status, dict(response.headers), await response.text()
+        finally:
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
 
 
 async def watch_forever(url: str, token: str | None) -> None:
