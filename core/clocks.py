@@ -17,13 +17,13 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from gputop.core import nvml
 from gputop.core.snapshot import ClockReading, DeviceInfo, PassClocks
 
-__all__ = ["ClockWatch", "GpuClock", "clock_warning", "combine_passes", "gpu_clock_for", "warm_up"]
+__all__ = ["ClockWatch", "GpuClock", "clock_warning", "combine_passes", "gpu_clock_for", "warm_up", "while_calls_ran"]
 
 UNDER_MAX = 0.8  # a pass under 80% of the maximum SM clock is flagged
 MOVED = 0.1  # ... and one whose SM clock moved by more than 10% of the maximum
@@ -112,38 +112,82 @@ def gpu_clock_for(device: DeviceInfo) -> tuple[GpuClock | None, str | None]:
 
 
 class ClockWatch:
-    """Reads a GPU's clocks at the start and end of a pass and every 50 ms between, on its own thread."""
+    """Reads a GPU's clocks at the start and end of a pass and every 50 ms between, on its own thread.
+
+    Each reading keeps the CLOCK_MONOTONIC time it was taken at (IREE's host clock), so that a pass
+    run by another process can keep only the readings taken while its calls ran (`stop`'s window).
+    """
 
     def __init__(self, clock: GpuClock | None, every_s: float = SAMPLE_EVERY_S) -> None:
         self._clock = clock
         self._every_s = every_s
-        self._readings: list[ClockReading] = []
+        self._readings: list[tuple[int, ClockReading]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def _read(self) -> tuple[int, ClockReading]:
+        assert self._clock is not None
+        reading = self._clock.read()
+        return time.monotonic_ns(), reading
 
     def start(self) -> None:
         if self._clock is None:
             return
-        self._readings = [self._clock.read()]
+        self._readings = [self._read()]
         self._thread = threading.Thread(target=self._sample, name="gputop-clocks", daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
-        assert self._clock is not None
         while not self._stop.wait(self._every_s):
-            reading = _optional(self._clock.read)
+            reading = _optional(self._read)
             if reading is not None:
                 self._readings.append(reading)
 
-    def stop(self, warmup: str | None = None) -> PassClocks | None:
-        """End the watch; the pass's clocks (None without a GPU clock)."""
+    def stop(self, warmup: str | None = None, window_ns: tuple[float, float] | None = None) -> PassClocks | None:
+        """End the watch; the pass's clocks (None without a GPU clock).
+
+        `window_ns` (CLOCK_MONOTONIC nanoseconds) is when the pass's calls ran, where the pass
+        did more than run them: see `while_calls_ran`.
+        """
         if self._clock is None or self._thread is None:
             return None
         self._stop.set()
         self._thread.join()
         self._thread = None  # stopping twice (the pass's end, then its `finally`) reads once
-        self._readings.append(self._clock.read())
-        return summarize(self._clock.label, self._readings, warmup)
+        self._readings.append(self._read())
+        if window_ns is None:
+            return summarize(self._clock.label, [r for _, r in self._readings], warmup)
+        kept, window = while_calls_ran(self._readings, window_ns)
+        return replace(summarize(self._clock.label, kept, warmup), window=window)
+
+
+def while_calls_ran(
+    readings: list[tuple[int, ClockReading]], window_ns: tuple[float, float]
+) -> tuple[list[ClockReading], str]:
+    """The readings that describe the clock the calls ran at, and a line saying which they are.
+
+    IREE's benchmark tool, which takes the non-CUDA passes, spends most of a pass creating its
+    device and loading the module with the GPU idle: on an H200 the SM clock sat at 360 MHz then,
+    while the calls' kernels, moments later, ran at 1980 MHz (47.7 µs, as in a steady pass). Those
+    readings say nothing of the kernels. Kept: the readings taken while the calls ran, and the first
+    one after them (the clock falls about a second after work ends, so it still shows the calls'
+    clock; a pass's calls often take less than one 50 ms sampling interval).
+    """
+    start, end = window_ns
+    during = [r for t, r in readings if start <= t <= end]
+    after = next((r for t, r in readings if t > end), None)
+    kept = during + ([after] if after is not None else [])
+    if not kept:  # the window lies after every reading: keep the last one, the nearest
+        kept = [readings[-1][1]]
+    left = [r for t, r in readings if t < start]
+    left_out = ""
+    if left:
+        low, high = min(r.sm_mhz for r in left), max(r.sm_mhz for r in left)
+        span = f"{low} MHz" if low == high else f"{low}-{high} MHz"
+        left_out = f"; {len(left)} readings before them (the tool starting: {span}) left out"
+    return kept, (
+        f"clocks while the calls ran ({(end - start) / 1e6:.1f} ms): {len(kept)} of {len(readings)} readings{left_out}"
+    )
 
 
 def summarize(gpu: str, readings: list[ClockReading], warmup: str | None = None) -> PassClocks:
@@ -225,6 +269,7 @@ def combine_passes(passes: list[PassClocks]) -> PassClocks | None:
             f"across the {len(passes)} merged passes",
         ),
         warmup=last.warmup,
+        window=last.window,
     )
 
 

@@ -375,8 +375,12 @@ def profile_with_ireeprof(
     calls: int,
     out_dir: Path,
     cancel: threading.Event | None = None,
-) -> tuple[ProfileSummary, list[DispatchEvent]]:
-    """Run `calls` profiled calls with the shipped benchmark tool; decode; write the trace."""
+) -> tuple[ProfileSummary, list[DispatchEvent], tuple[float, float] | None]:
+    """Run `calls` profiled calls with the shipped benchmark tool; decode; write the trace.
+
+    Returns the summary, the dispatches, and when the calls ran (IREE's host clock, CLOCK_MONOTONIC
+    ns; None when the records place no call): the tool's own start-up is not the calls' time.
+    """
     device = devices[0]
     mode = PROFILING_MODES.get(device.backend)
     if mode is None:
@@ -420,7 +424,22 @@ def profile_with_ireeprof(
         pools=records.pools, profile_path=str(bundle), trace_path=str(trace),
     )  # fmt: skip
     summary = replace(summary, call_breakdown=breakdown, hints=explain_hints(bundle))
-    return summary, events
+    return summary, events, calls_window_ns(calls_records)
+
+
+def calls_window_ns(calls: list[CallRecords]) -> tuple[float, float] | None:
+    """From the first call's start to the last one's end, on the records' host clock (None: no call placed)."""
+    starts: list[float] = []
+    ends: list[float] = []
+    for call in calls:
+        spans = [*call.alloc_ops, *call.queue_ops, *call.submissions, *call.device_work]
+        starts += [call.start_ns] if call.start_ns is not None else [i.start for i in spans]
+        ends += [call.end_ns] if call.end_ns is not None else [i.end for i in spans]
+        if call.completion_seen_ns is not None:
+            ends.append(call.completion_seen_ns)
+    if not starts or not ends:
+        return None
+    return min(starts), max(ends)
 
 
 def benchmark_call_ms(path: Path) -> list[float]:

@@ -301,11 +301,21 @@ def _describe_device(props: dict[str, Any]) -> str:
     return f"{props['name']} ({vendor_name}, driver {props['driver']})"
 
 
+def vendor_name(vendor: Any) -> str:
+    """RenderDoc's GPUVendor as its name ("nVidia", "Software").
+
+    GPUVendor is an IntEnum, whose str() is its number ("6") from Python 3.11 on: comparing that
+    with "nVidia" called the H200 a GPU of another vendor when replaying its own capture.
+    """
+    name = getattr(vendor, "name", None)
+    return name if isinstance(name, str) else str(vendor).split(".")[-1]
+
+
 def _local_gpus(rd: Any, capture: Any) -> list[tuple[str, str, bool]]:
     """(name, RenderDoc vendor, software) of each GPU RenderDoc could replay on here."""
     gpus = []
     for gpu in capture.GetAvailableGPUs():
-        vendor = str(gpu.vendor).split(".")[-1]
+        vendor = vendor_name(gpu.vendor)
         software = vendor == "Software" or any(word in gpu.name.lower() for word in SOFTWARE_NAMES)
         gpus.append((gpu.name + (f" ({gpu.driver})" if gpu.driver else ""), vendor, software))
     return gpus

@@ -553,6 +553,8 @@ class PassClocks:
     readings: int
     warning: str | None  # under 80% of the maximum clock, or changed during the pass
     warmup: str | None = None  # what the warm-up before the pass did
+    # Which readings count, when not all the pass's: those while its calls ran, and what was left out.
+    window: str | None = None
 
 
 @dataclass(frozen=True)

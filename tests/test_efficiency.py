@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import run_json
-from gputop.core.clocks import clock_warning, combine_passes, gpu_clock_for, summarize, warm_up
+from gputop.core.clocks import clock_warning, combine_passes, gpu_clock_for, summarize, warm_up, while_calls_ran
 from gputop.core.devices import iree_devices
 from gputop.core.efficiency import rate_kernel, ridge_intensity
 from gputop.core.nvml import nvml_unavailable_reason
@@ -112,6 +112,27 @@ def test_a_steady_pass_after_a_cold_one_restarts_the_kernel_table() -> None:
     assert not restarts_table([warm], summarize(gpu, [reading(1965), reading(1980)]))  # same clock: merged
     steady_low = summarize(gpu, [reading(1700), reading(1700)])  # 86% of max: no warning, but another clock
     assert steady_low.warning is None and restarts_table([steady_low], warm)
+
+
+def test_a_tool_pass_keeps_the_clocks_read_while_its_calls_ran() -> None:
+    """Seen on the H200 (bench/clock_idle.py, vulkan, --warmup-s 2): iree-benchmark-module started with the
+    GPU idle at 360 MHz and its calls' kernels then ran at 1980 MHz, 47.7 µs as in a steady pass; every
+    reading of the tool's start-up had flagged the pass."""
+    ms = 1_000_000
+    readings = [(t * 50 * ms, reading(mhz)) for t, mhz in enumerate([1980, 795, 360, 360, 360, 360, 360])]
+    readings += [(330 * ms, reading(1980)), (380 * ms, reading(1980)), (430 * ms, reading(1410))]
+    everything = summarize("NVIDIA H200 (nvml:0)", [r for _, r in readings])
+    assert everything.warning and "kernel times mix clocks" in everything.warning
+    kept, line = while_calls_ran(readings, (310 * ms, 322 * ms))  # 12 ms of calls, between two readings
+    assert [r.sm_mhz for r in kept] == [1980]  # the first reading after them
+    assert summarize("NVIDIA H200 (nvml:0)", kept).warning is None
+    assert line == (
+        "clocks while the calls ran (12.0 ms): 1 of 10 readings; "
+        "7 readings before them (the tool starting: 360-1980 MHz) left out"
+    )
+    slow, _ = while_calls_ran(readings, (100 * ms, 160 * ms))  # calls that did run at the idle clock
+    assert [r.sm_mhz for r in slow] == [360, 360, 360]
+    assert (summarize("NVIDIA H200 (nvml:0)", slow).warning or "").startswith("GPU at 360 MHz of 1980 MHz")
 
 
 def test_warm_up_without_a_gpu_clock_costs_nothing() -> None:

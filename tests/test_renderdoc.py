@@ -112,6 +112,22 @@ def test_without_the_module_renderdoccmd_stands_in_with_one_line(tmp_path: Path)
     assert "scale_dispatch_0_elementwise_8_f32" in text
 
 
+def test_renderdocs_vendors_are_compared_by_name() -> None:
+    """On the H200 its own capture's replay said "vendor mismatch ... no GPU of its vendor: NVIDIA H200":
+    str() of RenderDoc's GPUVendor (an IntEnum) is its number under the module's Python 3.11."""
+    module_or_skip()
+    reader = Path(__file__).resolve().parents[1] / "core"
+    code = (  # renderdoc first: core/ has a renderdoc.py of its own
+        f"import sys, renderdoc as rd; sys.path.append({str(reader)!r}); import rdc_reader as r; "
+        "print(r.vendor_name(rd.GPUVendor.nVidia), r.vendor_name(rd.GPUVendor.Software), str(rd.GPUVendor.nVidia))"
+    )
+    proc = subprocess.run(
+        ["/usr/bin/python3.11", "-I", "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    nvidia, software, as_str = proc.stdout.split()
+    assert (nvidia, software) == ("nVidia", "Software") and as_str != "nVidia"  # what the old code compared
+
+
 def test_replay_of_an_h200_capture_is_refused_here_with_the_reason() -> None:
     module_or_skip()
     info = json.loads(run_gputop("capture-info", str(FIXTURE), "--json", "-").stdout)

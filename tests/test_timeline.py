@@ -307,6 +307,32 @@ def test_call_marks_are_the_benchmark_timers_stretches(tmp_path: Path) -> None:
         assert marked / 1e6 == pytest.approx(wall, rel=0.01)  # Google Benchmark's own figure, 1% apart
 
 
+def test_the_calls_window_is_on_this_processs_monotonic_clock(tmp_path: Path) -> None:
+    """A non-CUDA pass's clocks are those read while its calls ran: the window from the tool's records
+    must be on the clock the clock watch stamps its readings with (CLOCK_MONOTONIC, `time.monotonic_ns`).
+    Checked against this process's own stamps around the tool, and Google Benchmark's own wall times."""
+    import time
+
+    from gputop.core.devices import resolve_device
+    from gputop.core.profiles import benchmark_call_ms, profile_with_ireeprof
+
+    vmfb = tmp_path / "m.vmfb"
+    compiled = run_json("demo:mlp", "--device", "cpu", "-n", "0")[1]["compile"]["vmfb"]
+    vmfb.write_bytes(Path(compiled).read_bytes())
+    inputs = [f"{s}xf32=1" for s in ("256x1024", "1024x1024", "1024x512", "512x256")]
+    before = time.monotonic_ns()
+    summary, _events, window = profile_with_ireeprof(vmfb, [resolve_device("local-task")], "mlp", inputs, 3, tmp_path)
+    after = time.monotonic_ns()
+    assert window is not None
+    start, end = window
+    assert before < start < end < after  # inside the tool's run, on this process's clock
+    [timings] = tmp_path.glob("profile-*-calls.json")
+    walls_ns = sum(benchmark_call_ms(timings)) * 1e6
+    assert walls_ns <= (end - start) * 1.01  # the three calls lie inside it
+    assert end - start < after - before  # ... and the tool's start-up and teardown outside it
+    assert summary.call_breakdown is not None
+
+
 def test_run_prints_the_breakdown_after_the_kernels() -> None:
     from conftest import run_gputop
 

@@ -84,6 +84,7 @@ class ProfilePasses:
             ctx.state.event("info", warmup)
             ctx.state.event("info", f"profiling {calls} calls on {device.id}...")
             watch.start()
+            calls_window: tuple[float, float] | None = None  # in-process CUPTI: the watch spans only the calls
             if device.backend == "cuda":
                 events, walls, call_records = record_calls(call_once, calls)
                 stamp = time.strftime("%H%M%S")
@@ -97,11 +98,11 @@ class ProfilePasses:
                 breakdown = build_breakdown(call_records, source=CUPTI_SOURCE, fit=CUPTI_FIT)
                 latest = replace(latest, call_breakdown=breakdown)
             else:
-                latest, events = profile_with_ireeprof(
+                latest, events, calls_window = profile_with_ireeprof(
                     self._vmfb, self._devices, function, input_files, calls, ctx.session_dir,
                     cancel=ctx.controls.stop_event,
                 )  # fmt: skip
-            clocks = watch.stop(warmup)
+            clocks = watch.stop(warmup, window_ns=calls_window)
             if clocks is not None and restarts_table(self._pass_clocks, clocks):
                 earlier = ", ".join(f"{p.mean_sm_mhz:.0f}" for p in self._pass_clocks)
                 ctx.state.event(
@@ -128,6 +129,8 @@ class ProfilePasses:
                 # The kernel table grows over passes; where the time went is the newest pass's own.
                 merged = replace(merged, call_breakdown=latest.call_breakdown, hints=latest.hints)
             ctx.state.set_profile(merged)
+            if clocks is not None and clocks.window:
+                ctx.state.event("info", f"profile: {clocks.window}")
             if latest.clocks is not None and latest.clocks.warning:
                 ctx.state.event("warning", f"profile: {latest.clocks.warning}")
             if ctx.config.profile_every_s:
