@@ -12,10 +12,15 @@ same as the server's own "quit".
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import threading
+from functools import partial
 
 from textual import messages
 from textual.drivers.web_driver import WebDriver
+
+from gputop.tui.ending import exit_code_for
 
 __all__ = ["GputopWebDriver"]
 
@@ -32,6 +37,16 @@ class GputopWebDriver(WebDriver):
                 return
             self._gone = True
         self._app.post_message(messages.ExitApp())  # thread-safe: the app ends as on the server's "quit"
+
+    def start_application_mode(self) -> None:
+        super().start_application_mode()
+        # Textual's WebDriver ends the app with exit code 0 on SIGINT or SIGTERM. Until the app
+        # takes the signals itself (on mount, `ending.SignalEnding`), a signal still ends it with
+        # the signal's code (143 for SIGTERM: the app's result is gputop's exit code), as every
+        # gputop face does. Seen under load: a viewer signalled before its first screen exited 0.
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, partial(self._app.exit, exit_code_for(signum)))
 
     def run_input_thread(self) -> None:
         super().run_input_thread()
