@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 PATHS = ("streamed", "streamed_wc", "mmap", "file_async", "file_async_c8", "fd", "host_copy")
-SWEEP = ((8, 4), (8, 8), (4, 8), (12, 8), (16, 8), (8, 32))  # streamed: (workers, chunk MiB); 8x16 is the default
+SWEEP = ((8, 2), (8, 8), (8, 16), (4, 4), (12, 4), (16, 4))  # streamed: (workers, chunk MiB); 8x4 is the default
 
 
 # -- page cache -----------------------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ def main() -> None:
     parser.add_argument("--reference", action="store_true", help="also the host-to-device copy figures")
     parser.add_argument("--sweep", action="store_true", help="also streamed with other workers/chunk sizes (warm)")
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--chunk-mib", type=int, default=16)
+    parser.add_argument("--chunk-mib", type=int, default=4, help="gputop's default: 4")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--one", help=argparse.SUPPRESS)

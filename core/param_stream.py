@@ -56,10 +56,10 @@ class StreamOptions:
     """How many reads are in flight and how large each is."""
 
     workers: int = 8
-    # 16 MiB: 25.5-26.2 GB/s on the H200's CUDA and 13.2 on its Vulkan (16 GiB, 256 tensors, warm). One sweep
-    # there moved 37 GB/s with 8 MiB on CUDA (BENCHMARKS.md): unconfirmed, and Vulkan's not measured, so the
-    # default stays. 8 workers x 2 slots: 256 MiB of pinned staging at most.
-    chunk_bytes: int = 16 * 2**20
+    # 4 MiB: on the H200 (16 GiB, 256 tensors, warm; BENCHMARKS.md) 39.3-41.4 GB/s on CUDA in three sweeps
+    # against 38.0-38.3 with 8 MiB and 23.6-30.6 with 16 MiB (the default before), and on Vulkan 18.3 GB/s
+    # (8 MiB 18.5, 16 MiB 13.4). 8 workers x 2 slots: 64 MiB of pinned staging at most.
+    chunk_bytes: int = 4 * 2**20
     slots_per_worker: int = 2  # a worker reads into one while the other's copy is on the bus
     # Cached staging: without HOST_CACHED, IREE's CUDA allocator makes write-combined pinned memory,
     # which the kernel's page-cache copy (preadv) fills far more slowly than ordinary memory.

@@ -303,8 +303,12 @@ def test_call_marks_are_the_benchmark_timers_stretches(tmp_path: Path) -> None:
     walls = benchmark_call_ms(timings)
     calls = [stop - start for start, stop in pairs if (stop - start) / 1e6 > 0.5 * min(walls)]
     assert len(calls) == 3
-    for marked, wall in zip(calls, walls, strict=True):
-        assert marked / 1e6 == pytest.approx(wall, rel=0.01)  # Google Benchmark's own figure, 1% apart
+    # Google Benchmark's own figure: the same stretch, read with its wall clock a few instructions from
+    # the marks' reads. A 2-core machine running other work can deschedule the tool between the two
+    # (seen in CI: 12.50 against 12.63 ms): each call within 3%, their median within 1%.
+    ratios = sorted(marked / 1e6 / wall for marked, wall in zip(calls, walls, strict=True))
+    assert all(ratio == pytest.approx(1.0, rel=0.03) for ratio in ratios), ratios
+    assert ratios[len(ratios) // 2] == pytest.approx(1.0, rel=0.01), ratios
 
 
 def test_the_calls_window_is_on_this_processs_monotonic_clock(tmp_path: Path) -> None:
