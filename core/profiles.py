@@ -30,7 +30,7 @@ from gputop.core.call_marks import call_windows, marks_environment, marks_librar
 from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
 from gputop.core.processes import run_logged
-from gputop.core.queue_events import QueueEvent, queue_event_from
+from gputop.core.queue_events import QueueEvent, ireeperf_records, queue_event_from
 from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
 from gputop.core.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
 
@@ -133,22 +133,11 @@ def parse_records(text: str) -> ProfileRecords:
     """Everything gputop uses from `iree-profile export --format=ireeperf-jsonl` text."""
     records = ProfileRecords()
     pools: dict[int, PoolUsage] = {}
-    saw_schema = False
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise ProfileError(f"profile export line {number} is not JSON (truncated file?)") from None
-        if not isinstance(record, dict):
-            raise ProfileError(f"profile export line {number} is not a record")
+    for number, record in ireeperf_records(text):
         kind = record.get("record_type")
         if not isinstance(kind, str):
             continue  # a record of a kind this gputop does not know
-        if kind == "schema":
-            saw_schema = record.get("format") == "ireeperf-jsonl"
-        elif kind in TIMING and record.get("key") and record.get("valid", True):
+        if kind in TIMING and record.get("key") and record.get("valid", True):
             if kind == "host_execution_event" and record.get("op") not in (None, "dispatch"):
                 records.op_spans.extend(_host_op_span(record))
                 continue
@@ -188,8 +177,6 @@ def parse_records(text: str) -> ProfileRecords:
                 )
             except (KeyError, TypeError, ValueError, OverflowError):
                 continue
-    if not saw_schema:
-        raise ProfileError("not an ireeperf-jsonl export (no schema record)")
     records.pools = list(pools.values())
     return records
 

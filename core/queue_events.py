@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,29 @@ def _slot(value: Any) -> int | None:
     return None if value is None or int(value) == NONE else int(value)
 
 
+def ireeperf_records(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each record of an ireeperf-jsonl export with its line number, for every reader of one.
+
+    A torn or non-object line is one error naming its line; an export without
+    the schema record is refused once every line has been read.
+    """
+    saw_schema = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise ProfileError(f"profile export line {number} is not a JSON record (truncated file?)") from None
+        if not isinstance(record, dict):
+            raise ProfileError(f"profile export line {number} is not a JSON record")
+        if record.get("record_type") == "schema":
+            saw_schema = record.get("format") == "ireeperf-jsonl"
+        yield number, record
+    if not saw_schema:
+        raise ProfileError("not an ireeperf-jsonl export (no schema record)")
+
+
 def queue_event_from(record: dict[str, Any]) -> QueueEvent:
     """One `queue_event` record as a value (KeyError, TypeError or ValueError when it is malformed)."""
     return QueueEvent(
@@ -125,16 +149,10 @@ def parse_queue_log(text: str) -> QueueLog:
     events: list[QueueEvent] = []
     operations: list[CommandOperation] = []
     buffer_device: dict[int, int] = {}  # command buffer id -> the device of its latest `command_buffer` record
-    saw_schema = False
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, record in ireeperf_records(text):
+        kind = record.get("record_type")
         try:
-            record = json.loads(line)
-            kind = record.get("record_type")
-            if kind == "schema":
-                saw_schema = record.get("format") == "ireeperf-jsonl"
-            elif kind == "command_buffer":
+            if kind == "command_buffer":
                 buffer_device[int(record["command_buffer_id"])] = int(record["physical_device_ordinal"])
             elif kind == "command_operation":
                 buffer = int(record["command_buffer_id"])
@@ -147,12 +165,8 @@ def parse_queue_log(text: str) -> QueueLog:
                 )  # fmt: skip
             elif kind == "queue_event":
                 events.append(queue_event_from(record))
-        except (json.JSONDecodeError, AttributeError):
-            raise ProfileError(f"profile export line {number} is not a JSON record (truncated file?)") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise ProfileError(f"profile export line {number}: bad {kind} record ({exc})") from None
-    if not saw_schema:
-        raise ProfileError("not an ireeperf-jsonl export (no schema record)")
     return QueueLog(tuple(events), tuple(operations))
 
 
