@@ -88,15 +88,42 @@ def _parse_input(text: str) -> np.ndarray:
         if data.size != count:
             raise UsageError(f"input file {raw}: has {data.size} values of {dtype}, {kind} needs {count}")
         return data.reshape(shape)
-    try:
-        numbers = [float(v) for v in value.replace(",", " ").split()]
-    except ValueError:
-        raise UsageError(f"bad --input {text!r}: values must be numbers") from None
+    numbers = _numbers(value.replace(",", " ").split(), dtype, kind.element, text)
     if len(numbers) == 1:
         return np.full(shape, numbers[0], dtype=dtype)
     if len(numbers) != count:
         raise UsageError(f"bad --input {text!r}: {len(numbers)} values given, {kind} needs {count}")
     return np.asarray(numbers, dtype=dtype).reshape(shape)
+
+
+def _numbers(tokens: list[str], dtype: np.dtype, element: str, text: str) -> list[float] | list[int]:
+    """The values of an `--input`, each one a value of its element type.
+
+    An integer or boolean tensor takes whole numbers in its type's range: numpy would turn `nan`
+    into an arbitrary integer, wrap 300 into an i8 and cut 1.5 to 1, each silently.
+    """
+    if dtype.kind not in "iub":
+        try:
+            return [float(token) for token in tokens]
+        except ValueError:
+            raise UsageError(f"bad --input {text!r}: values must be numbers") from None
+    low, high = (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    whole: list[int] = []
+    for token in tokens:
+        try:
+            number = int(token)
+        except ValueError:
+            try:
+                real = float(token)
+            except ValueError:
+                raise UsageError(f"bad --input {text!r}: values must be numbers") from None
+            if not math.isfinite(real) or not real.is_integer():
+                raise UsageError(f"bad --input {text!r}: {element} takes whole numbers, not {token}") from None
+            number = int(real)
+        if not low <= number <= high:
+            raise UsageError(f"bad --input {text!r}: {token} is outside {element}'s range {low}..{high}")
+        whole.append(number)
+    return whole
 
 
 def make_inputs(signature: FunctionSignature, given: list[str] | None, seed: int = DEFAULT_SEED) -> list[np.ndarray]:

@@ -54,6 +54,29 @@ def test_input_syntax(tmp_path: Path) -> None:
         parse_input("@/nonexistent.npy")
 
 
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("2xi32=nan", "i32 takes whole numbers, not nan"),
+        ("2xi32=1.5", "i32 takes whole numbers, not 1.5"),
+        ("2xi8=300", "300 is outside i8's range -128..127"),
+        ("2xui8=1,-1", "-1 is outside ui8's range 0..255"),
+        ("2xi1=2", "2 is outside i1's range 0..1"),
+    ],
+)
+def test_integer_inputs_take_whole_numbers_in_range(text: str, why: str) -> None:
+    """numpy would make `nan` an arbitrary integer, wrap 300 into an i8 and cut 1.5 to 1, each silently
+    (the fuzz test saw the first as a RuntimeWarning)."""
+    with pytest.raises(UsageError, match=f"bad --input '{text}': {why}"):
+        parse_input(text)
+
+
+def test_integer_inputs_keep_every_digit() -> None:
+    assert parse_input("1xi64=9007199254740993").tolist() == [9007199254740993]  # 2**53 + 1: lost through a float
+    assert parse_input("2xi32=1e3,-7").tolist() == [1000, -7] and parse_input("2xi1=1,0").tolist() == [True, False]
+    assert np.isnan(parse_input("1xf32=nan")).all()  # floats take NaN as ever
+
+
 def test_nan_outputs_fail_the_check_with_an_infinite_error() -> None:
     from gputop.core.check import compare_outputs
 
