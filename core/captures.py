@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from gputop.core.errors import CaptureError, GputopError
 from gputop.core.files import require_file
+from gputop.core.processes import last_line
 from gputop.core.snapshot import BoundBuffer, CaptureDispatch, CaptureInfo, CaptureReplay, to_json
 
 __all__ = [
@@ -138,7 +139,7 @@ def find_module_python() -> tuple[ModulePython | None, str]:
             found = ModulePython(python, tuple(dirs), str(record["renderdoc"]), str(record["python"]))
             _found[key] = (found, "")
             return _found[key]
-        last = _last_line(proc.stderr)
+        last = last_line(proc.stderr)
         why = record.get("message") or (_exit_text(proc.returncode) + (f": {last}" if last else ""))
         version = f"Python {record['python']}: " if record.get("python") else ""
         tried.append(f"{python} ({version}{why})")
@@ -162,11 +163,6 @@ def _last_record(text: str) -> dict[str, Any]:
         if (record := _record_of(line)) is not None:
             return record
     return {}
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
 
 
 def _check_file(path: Path) -> int:
@@ -261,7 +257,7 @@ class _HelperRun:
             self.kill()
             code = self.process.wait()
         self._stderr.seek(0)
-        last = _last_line(self._stderr.read())
+        last = last_line(self._stderr.read())
         self._stderr.close()
         return code, last
 

@@ -39,7 +39,7 @@ from gputop.core.onnx_model import (
     uses_f64,
 )
 from gputop.core.paths import cache_dir
-from gputop.core.processes import run_logged
+from gputop.core.processes import last_line, run_logged
 from gputop.core.signature import FunctionSignature, TensorType
 from gputop.core.targets import known_bad_target
 
@@ -159,8 +159,7 @@ def import_failure(text: str, returncode: int) -> str:
     if returncode < 0 or returncode >= 128:
         signal = -returncode if returncode < 0 else returncode - 128
         return f"the ONNX importer crashed (signal {signal})"
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return f"the ONNX importer failed (exit {returncode}): {lines[-1] if lines else 'no output'}"
+    return f"the ONNX importer failed (exit {returncode}): {last_line(text) or 'no output'}"
 
 
 def random_ops_in(path: Path) -> list[str]:

@@ -16,6 +16,12 @@ from pathlib import Path
 from gputop.core.errors import Interrupted, RuntimeFailure
 
 
+def last_line(text: str) -> str:
+    """The last non-empty line of a child's output, stripped ("" when it said nothing): its verdict."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
 def run_logged(
     command: list[str],
     log_path: Path,

@@ -29,7 +29,7 @@ import numpy as np
 from gputop.core.call_marks import call_windows, marks_environment, marks_library, read_marks
 from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
-from gputop.core.processes import run_logged
+from gputop.core.processes import last_line, run_logged
 from gputop.core.queue_events import QueueEvent, ireeperf_records, queue_event_from
 from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
 from gputop.core.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
@@ -354,6 +354,23 @@ def write_trace(events: list[DispatchEvent], device_id: str, path: Path, *, call
     return path
 
 
+def profiled_calls_command(
+    vmfb: Path, devices: list[DeviceInfo], function: str, input_args: Sequence[str], bundle: Path
+) -> list[str]:
+    """IREE's benchmark tool timing each call once, with the device profiler of the first device's backend
+    (one of PROFILING_MODES) writing `bundle`: the profile pass and the transfer cross-check alike."""
+    return [
+        runtime_tool("iree-benchmark-module"),
+        f"--module={vmfb}",
+        *[f"--device={device_uri(d)}" for d in devices],
+        f"--function={function}",
+        *[f"--input={arg}" for arg in input_args],
+        f"--device_profiling_mode={PROFILING_MODES[devices[0].backend]}",
+        f"--device_profiling_output={bundle}",
+        "--benchmark_min_time=1x",
+    ]
+
+
 def profile_with_ireeprof(
     vmfb: Path,
     devices: list[DeviceInfo],
@@ -369,21 +386,13 @@ def profile_with_ireeprof(
     ns; None when the records place no call): the tool's own start-up is not the calls' time.
     """
     device = devices[0]
-    mode = PROFILING_MODES.get(device.backend)
-    if mode is None:
+    if device.backend not in PROFILING_MODES:
         raise ProfileError(f"IREE HAL-native profiling is not available for {device.backend}")
     stamp = time.strftime("%H%M%S")
     bundle = out_dir / f"profile-{stamp}.ireeprof"
     timings = out_dir / f"profile-{stamp}-calls.json"
     command = [
-        runtime_tool("iree-benchmark-module"),
-        f"--module={vmfb}",
-        *[f"--device={device_uri(d)}" for d in devices],
-        f"--function={function}",
-        *[f"--input={arg}" for arg in input_args],
-        f"--device_profiling_mode={mode}",
-        f"--device_profiling_output={bundle}",
-        "--benchmark_min_time=1x",
+        *profiled_calls_command(vmfb, devices, function, input_args, bundle),
         f"--benchmark_repetitions={calls}",
         f"--benchmark_out={timings}",
         "--benchmark_out_format=json",
@@ -395,8 +404,7 @@ def profile_with_ireeprof(
     env = marks_environment(library, marks) if library is not None else None
     output, code = run_logged(command, log, cancel, what="the profiling run", env=env)
     if code != 0:
-        last = [line for line in output.splitlines() if line.strip()]
-        raise ProfileError(f"the profiling run failed: {last[-1] if last else f'exit {code}'}", log_path=str(log))
+        raise ProfileError(f"the profiling run failed: {last_line(output) or f'exit {code}'}", log_path=str(log))
     records = decode_bundle(bundle)
     events = records.dispatches
     walls = benchmark_call_ms(timings)

@@ -27,8 +27,8 @@ from gputop.core.affinity import AffinityAnalysis, FunctionAffinity
 from gputop.core.compile import compile_module
 from gputop.core.errors import GputopError, Interrupted, ProfileError
 from gputop.core.inputs import make_inputs, tool_input_args
-from gputop.core.processes import run_logged
-from gputop.core.profiles import PROFILING_MODES, device_uri, runtime_tool
+from gputop.core.processes import last_line, run_logged
+from gputop.core.profiles import PROFILING_MODES, profiled_calls_command, runtime_tool
 from gputop.core.queue_events import Copy, load_queue_log
 from gputop.core.signature import signature_of
 from gputop.core.snapshot import DeviceInfo
@@ -120,25 +120,14 @@ def observe_transfers(
     why = why_not_observable([d.backend for d in devices])
     if why is not None:
         raise ProfileError(why)
-    mode = PROFILING_MODES[devices[0].backend]
     out_dir.mkdir(parents=True, exist_ok=True)
     bundle = out_dir / f"transfers-{affinity.function}.ireeprof"
     log = out_dir / f"transfers-{affinity.function}.log"
-    command = [
-        runtime_tool("iree-benchmark-module"),
-        f"--module={vmfb}",
-        *[f"--device={device_uri(d)}" for d in devices],
-        f"--function={affinity.function}",
-        *[f"--input={arg}" for arg in input_args],
-        f"--device_profiling_mode={mode}",
-        f"--device_profiling_output={bundle}",
-        "--benchmark_min_time=1x",  # exactly one call: the copies seen are one call's
-    ]
+    # Exactly one call (the command's --benchmark_min_time=1x): the copies seen are one call's.
+    command = profiled_calls_command(vmfb, devices, affinity.function, input_args, bundle)
     output, code = run_logged(command, log, cancel, timeout_s=TIMEOUT_S, what="the transfer cross-check")
     if code != 0:
-        last = [line for line in output.splitlines() if line.strip()]
-        detail = last[-1] if last else f"exit {code}"
-        raise ProfileError(f"the transfer cross-check failed: {detail}", log_path=str(log))
+        raise ProfileError(f"the transfer cross-check failed: {last_line(output) or f'exit {code}'}", log_path=str(log))
     copies = load_queue_log(bundle, runtime_tool("iree-profile")).copies()
     observed, unexplained = match_copies(affinity, copies)
     return Observation(observed, copies, unexplained, str(bundle))
