@@ -147,6 +147,14 @@ def test_a_second_signal_writes_the_record_at_once(tmp_path: Path) -> None:
     assert report["cut_short"].startswith("a second signal")
 
 
+def web_face(*args: str) -> subprocess.Popen[bytes]:
+    """`gputop ARGS` drawing for a web server: keys on a pipe in, its screen on a pipe out (read it, or not)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "gputop.tui", *args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **WEB_DRIVER},
+    )  # fmt: skip
+
+
 def _drain(stream: Any, screen: list[bytes] | None = None) -> None:
     """Read a web-driver TUI's output to its end (a full pipe would stall it), keeping it in `screen` if given."""
     for chunk in iter(lambda: stream.read1(65536), b""):
@@ -162,10 +170,7 @@ def _drawn(screen: list[bytes], word: bytes) -> bool:
 def test_a_tui_whose_screen_nobody_reads_still_ends_on_sigterm(tmp_path: Path) -> None:
     """The issue's runaway: a TUI under a web server blocked writing a frame, its engine calling flat out."""
     folder = tmp_path / "run"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "gputop.tui", "demo:mlp", "--device", "local-task", "--session-dir", str(folder)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **WEB_DRIVER},
-    )  # fmt: skip
+    child = web_face("demo:mlp", "--device", "local-task", "--session-dir", str(folder))
     try:
         poll(lambda: (last_sample(folder).get("calls") or {}).get("count", 0) > 20, timeout=180)
         # Nobody reads its stdout: once the pipe is full, the app's main thread sits in write() (the kernel's
@@ -183,10 +188,7 @@ def test_a_tui_whose_screen_nobody_reads_still_ends_on_sigterm(tmp_path: Path) -
 def test_a_tui_whose_server_vanished_ends_and_keeps_its_record(tmp_path: Path) -> None:
     """Its stdin closes (the server is gone): it stops the run (`stopped`, not `crashed`) and leaves."""
     folder = tmp_path / "run"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "gputop.tui", "demo:mlp", "--device", "local-task", "--session-dir", str(folder)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **WEB_DRIVER},
-    )  # fmt: skip
+    child = web_face("demo:mlp", "--device", "local-task", "--session-dir", str(folder))
     assert child.stdin is not None and child.stdout is not None
     reader = threading.Thread(target=_drain, args=(child.stdout,), daemon=True)
     reader.start()
@@ -215,10 +217,7 @@ def test_sigterm_to_a_viewer_ends_it_not_the_run(tmp_path: Path, when: str) -> N
     viewer: subprocess.Popen[bytes] | None = None
     try:
         poll(lambda: ask_quietly(folder, "hello").get("state") == "running", timeout=180, every=0.2)
-        viewer = subprocess.Popen(
-            [sys.executable, "-m", "gputop.tui", "attach", str(folder)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **WEB_DRIVER},
-        )  # fmt: skip
+        viewer = web_face("attach", str(folder))
         screen: list[bytes] = []
         threading.Thread(target=_drain, args=(viewer.stdout, screen), daemon=True).start()
         if when == "drawn":
