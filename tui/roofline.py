@@ -22,6 +22,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputop.tui.bridge import KernelTiming, ProfileSummary, RunSnapshot, ridge_intensity
+from gputop.tui.panes.kernels import without_function
+from gputop.tui.panes.units import si
 
 BRAILLE_BASE = 0x2800
 # Dot bit for (column 0..1, row 0..3) inside a braille cell (Unicode's 8-dot layout).
@@ -168,7 +170,7 @@ def _decade_label(row: int, canvas: BrailleCanvas, axis: LogAxis) -> str:
     """A y tick on the row where a power of ten falls, else nothing."""
     for exponent in range(int(axis.low), int(axis.high) + 1):
         if int((canvas.height - 1 - axis.at(10**exponent)) // 4) == row:
-            return _si(10**exponent)
+            return si(10**exponent)
     return ""
 
 
@@ -183,18 +185,6 @@ def _x_ticks(axis: LogAxis, columns: int) -> str:
     return text + "  FLOP/byte" if len(text) + 11 <= len(line) else text
 
 
-def _si(value: float, unit: str = "") -> str:
-    """1e11 -> `100G`; with a unit, three digits and a space: `43.1 GFLOP/s`, `18.0 GFLOP/s`."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")):
-        if value >= factor or factor == 1.0:
-            return f"{three_digits(value / factor)} {prefix}{unit}" if unit else f"{value / factor:g}{prefix}"
-    return ""
-
-
-def three_digits(value: float) -> str:
-    return f"{value:.0f}" if value >= 99.95 else f"{value:.1f}" if value >= 9.995 else f"{value:.2f}"
-
-
 def _legend(
     profile: ProfileSummary, numbered: dict[str, str], bandwidth: float, ceilings: list[float], function: str
 ) -> Text:
@@ -206,18 +196,18 @@ def _legend(
         clock = f" at {profile.clocks.mean_sm_mhz:.0f} MHz"
         if peaks.boost_mhz and peaks.compute_scale < 0.99:
             clock += f" (dotted: {peaks.boost_mhz} MHz, the datasheet's)"
-    roofs = ", ".join(_si(c * 1e12, "FLOP/s") for c in ceilings)
+    roofs = ", ".join(si(c * 1e12, "FLOP/s") for c in ceilings)
     ridge = ridge_intensity(max(ceilings), bandwidth / 1e9)
     legend.append(
-        f"roofs{clock}: compute {roofs}, memory {_si(bandwidth, 'B/s')} (ridge {ridge:.3g} FLOP/B); {peaks.part}\n",
+        f"roofs{clock}: compute {roofs}, memory {si(bandwidth, 'B/s')} (ridge {ridge:.3g} FLOP/B); {peaks.part}\n",
         "cyan",
     )
     shown = profile.kernels[:LEGEND_ROWS]
-    width = max((len(_short(k.name, function)) for k in shown), default=10)
+    width = max((len(without_function(k.name, function)) for k in shown), default=10)
     for kernel in shown:
         marker = numbered.get(kernel.name, " ")
         legend.append(f" {marker} ", "bold yellow")
-        legend.append(f"{_short(kernel.name, function):<{width}}  {_describe(kernel)}\n")
+        legend.append(f"{without_function(kernel.name, function):<{width}}  {_describe(kernel)}\n")
     if len(profile.kernels) > LEGEND_ROWS:
         legend.append(
             f"   ... {len(profile.kernels) - LEGEND_ROWS} more kernels (the Kernels pane lists them)\n", "dim"
@@ -225,18 +215,12 @@ def _legend(
     return legend
 
 
-def _short(name: str, function: str) -> str:
-    if function:
-        name = name.removeprefix(f"{function}$async_").removeprefix(f"{function}_")
-    return name
-
-
 def _describe(kernel: KernelTiming) -> str:
     if kernel.intensity is None or kernel.achieved_tflops is None:
         return f"not placed: {kernel.work or 'FLOPs unknown'}"
     pct = kernel.pct_peak_bandwidth if kernel.bound == "memory" else kernel.pct_peak_compute
     share = f", {pct:.1f}% of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
-    return f"{kernel.intensity:.3g} FLOP/B, {_si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}"
+    return f"{kernel.intensity:.3g} FLOP/B, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}"
 
 
 class RooflineScreen(ModalScreen[None]):

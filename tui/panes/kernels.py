@@ -19,7 +19,7 @@ from textual.widgets import Static
 from gputop.tui.bridge import KernelTiming, ProfileSummary, RunSnapshot
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import Column, KeyedTable
-from gputop.tui.panes.units import RATE, TIME_US, column
+from gputop.tui.panes.units import RATE, TIME_US, column, si
 
 NAME_WIDTH = 22
 # What a row is for first (which kernel, how often, how long, its share); its spread and efficiency
@@ -133,8 +133,8 @@ def limits_line(profile: ProfileSummary) -> str:
         )
     peaks = profile.peaks
     if peaks is not None:
-        compute = rate(peaks.f32_tflops * peaks.compute_scale * 1e12, "FLOP/s f32") if peaks.f32_tflops else "?"
-        memory = rate(peaks.bandwidth_gbps * peaks.bandwidth_scale * 1e9, "B/s") if peaks.bandwidth_gbps else "?"
+        compute = si(peaks.f32_tflops * peaks.compute_scale * 1e12, "FLOP/s f32") if peaks.f32_tflops else "?"
+        memory = si(peaks.bandwidth_gbps * peaks.bandwidth_scale * 1e9, "B/s") if peaks.bandwidth_gbps else "?"
         parts.append(f"peak {compute}, {memory}")
     elif profile.peaks_reason:
         parts.append(profile.peaks_reason)
@@ -149,14 +149,20 @@ def clock_warning(profile: ProfileSummary) -> str | None:
     return profile.clocks.warning if profile.clocks is not None else None
 
 
+def without_function(name: str, function: str) -> str:
+    """The dispatch name without the function's prefix (and IREE's "$async"), which the header already says."""
+    if function:
+        name = name.removeprefix(f"{function}$async_").removeprefix(f"{function}_")
+    return name
+
+
 def short_name(name: str, function: str = "") -> str:
     """`mlp_dispatch_0_matmul_256x1024x1024_f32` -> `0 matmul_256x1024x1024`.
 
     The function name (and IREE's "$async" suffix) prefixes every dispatch name and the header says
     it; "dispatch_" says nothing in a table of dispatches.
     """
-    if function:
-        name = name.removeprefix(f"{function}$async_").removeprefix(f"{function}_")
+    name = without_function(name, function)
     head, _, rest = name.removeprefix("dispatch_").partition("_")
     if head.isdigit() and name.startswith("dispatch_") and rest:
         name = f"{head} {rest}"
@@ -173,13 +179,3 @@ def percent_of_bound(kernel: KernelTiming) -> str:
     if value is None:
         value = kernel.pct_peak_compute if kernel.pct_peak_compute is not None else kernel.pct_peak_bandwidth
     return "-" if value is None else f"{value:.1f}%"
-
-
-def rate(per_second: float, unit: str = "") -> str:
-    """1.87e12 -> `1.87T` (a table cell), or with a unit `1.87 TFLOP/s`: SI steps, three digits."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")):
-        if per_second >= factor or factor == 1.0:
-            value = per_second / factor
-            digits = f"{value:.0f}" if value >= 99.95 else f"{value:.1f}" if value >= 9.995 else f"{value:.2f}"
-            return f"{digits} {prefix}{unit}" if unit else f"{digits}{prefix}"
-    return ""

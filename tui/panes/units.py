@@ -50,3 +50,15 @@ def column(
     factor, unit = pick_unit(values, steps)
     label = f"{name} {unit}{suffix}".rstrip()
     return label, [in_unit(v, factor) for v in values]
+
+
+def si(value: float, unit: str = "") -> str:
+    """1.87e12 with a unit: `1.87 TFLOP/s` (SI step, three digits); without one, an axis tick: `100G`."""
+    for factor, prefix in reversed(RATE):
+        if value >= factor or factor == 1.0:
+            scaled = value / factor
+            if not unit:
+                return f"{scaled:g}{prefix}"
+            digits = f"{scaled:.0f}" if scaled >= 99.95 else f"{scaled:.1f}" if scaled >= 9.995 else f"{scaled:.2f}"
+            return f"{digits} {prefix}{unit}"
+    return ""
