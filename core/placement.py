@@ -57,7 +57,8 @@ def device_room(device: DeviceInfo, mode: str) -> DeviceRoom:
     # imports small files only (236 MiB in 54 ms, 256 MiB copied in 1.2 s), so it is counted as copying.
     zero_copy = device.backend.startswith("local") and mode == "mmap"
     max_allocation = max_source = max_binding = None
-    if device.backend == "vulkan":
+    limits = None
+    if device.backend == "vulkan":  # one Vulkan query (an instance made and destroyed): limits and budget
         from gputop.core.vulkan_limits import limits_for_uuid
 
         limits = limits_for_uuid(device.uuid)
@@ -72,12 +73,8 @@ def device_room(device: DeviceInfo, mode: str) -> DeviceRoom:
         free, free_source = used[1] - used[0], "NVML"
     elif host_memory:
         free, free_source = int(psutil.virtual_memory().available), "host memory available"
-    elif device.backend == "vulkan":
-        from gputop.core.vulkan_limits import limits_for_uuid
-
-        limits = limits_for_uuid(device.uuid)
-        if limits is not None and limits.device_local_budget_bytes is not None:
-            free, free_source = limits.device_local_budget_bytes, "VK_EXT_memory_budget"
+    elif limits is not None and limits.device_local_budget_bytes is not None:
+        free, free_source = limits.device_local_budget_bytes, "VK_EXT_memory_budget"
     return DeviceRoom(max_allocation, max_source, max_binding, free, free_source, zero_copy)
 
 

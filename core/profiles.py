@@ -30,7 +30,7 @@ from gputop.core.call_marks import call_windows, marks_environment, marks_librar
 from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
 from gputop.core.processes import last_line, run_logged
-from gputop.core.queue_events import QueueEvent, ireeperf_records, queue_event_from
+from gputop.core.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
 from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
 from gputop.core.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
 
@@ -294,15 +294,7 @@ def decode_bundle(path: Path) -> ProfileRecords:
     """The records of an `.ireeprof` bundle, via `iree-profile export`."""
     if require_file(path, allow_empty=True) == 0:
         raise ProfileError(f"{path}: empty profile bundle")
-    proc = subprocess.run(
-        [runtime_tool("iree-profile"), "export", "--format=ireeperf-jsonl", "--output=-", str(path)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        detail = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
-        raise ProfileError(f"{path}: not a readable .ireeprof bundle ({detail})")
-    records = parse_records(proc.stdout)
+    records = parse_records(export_jsonl(path, runtime_tool("iree-profile")))
     if not records.dispatches:
         raise ProfileError(f"{path}: the profile holds no dispatch events")
     return records
@@ -415,7 +407,8 @@ def profile_with_ireeprof(
     breakdown = build_breakdown(calls_records, source=_breakdown_source(records), fit=fit)
     trace = write_trace(events, device.id, out_dir / f"profile-{stamp}.trace.json", calls=calls_records)
     summary = summarize_events(
-        events, calls=calls, source="ireeprof", device_id=device.id, call_wall_ms=_call_wall_ms(timings),
+        events, calls=calls, source="ireeprof", device_id=device.id,
+        call_wall_ms=statistics.fmean(walls) if walls else None,  # the tool's synced wall time of one call
         pools=records.pools, profile_path=str(bundle), trace_path=str(trace),
     )  # fmt: skip
     summary = replace(summary, call_breakdown=breakdown, hints=explain_hints(bundle))
@@ -453,12 +446,6 @@ def benchmark_call_ms(path: Path) -> list[float]:
         for b in data.get("benchmarks", [])
         if b.get("run_type") == "iteration"
     ]
-
-
-def _call_wall_ms(path: Path) -> float | None:
-    """Mean synced wall time of one call over the benchmark tool's repetitions."""
-    times = benchmark_call_ms(path)
-    return statistics.fmean(times) if times else None
 
 
 # -- the call breakdown from ireeprof records -----------------------------------------------------------

@@ -170,8 +170,8 @@ def parse_queue_log(text: str) -> QueueLog:
     return QueueLog(tuple(events), tuple(operations))
 
 
-def load_queue_log(bundle: Path, iree_profile: str) -> QueueLog:
-    """The queue log of an `.ireeprof` bundle, decoded by `iree-profile export`.
+def export_jsonl(bundle: Path, iree_profile: str) -> str:
+    """An `.ireeprof` bundle as ireeperf-jsonl text, by `iree-profile export`; one error when it cannot be read.
 
     The caller passes the tool's path (`profiles.runtime_tool("iree-profile")`),
     so this module depends on nothing but the errors and `profiles` may use it.
@@ -184,4 +184,9 @@ def load_queue_log(bundle: Path, iree_profile: str) -> QueueLog:
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
         raise ProfileError(f"{bundle}: not a readable .ireeprof bundle ({detail})")
-    return parse_queue_log(proc.stdout)
+    return proc.stdout
+
+
+def load_queue_log(bundle: Path, iree_profile: str) -> QueueLog:
+    """The queue log of an `.ireeprof` bundle, decoded by `iree-profile export`."""
+    return parse_queue_log(export_jsonl(bundle, iree_profile))
