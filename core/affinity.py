@@ -155,12 +155,6 @@ def compile_to_stream(
     return output.read_text(encoding="utf-8")
 
 
-def analyse_stream(stream_ir: str, declared: Declared) -> tuple[list[ExportAffinity], list[Transfer]]:
-    """Affinity records and transfers of every exported function in stream-phase IR."""
-    analysis = analyse_stream_ir(stream_ir, declared)
-    return analysis.records, analysis.transfers
-
-
 def analyse_stream_ir(stream_ir: str, declared: Declared) -> AffinityAnalysis:
     """The full analysis of stream-phase IR: records, transfers and the copies that move them."""
     ir = mlir_bindings()

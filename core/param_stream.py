@@ -140,11 +140,6 @@ class ParameterStream:
             return self._totals.done
 
     @property
-    def bytes_requested(self) -> int:
-        with self._totals.lock:
-            return self._totals.requested
-
-    @property
     def seconds(self) -> float:
         """Time spent in loads, from the first request to the last copy landed."""
         with self._totals.lock:

@@ -39,9 +39,8 @@ from gputop.core.store.follow import SessionFollower
 from gputop.tui.app import PARENT_ENV
 from gputop.tui.ending import SignalEnding
 
-__all__ = ["DEFAULT_MAX_VIEWERS", "RunServer"]
+__all__ = ["RunServer"]
 
-DEFAULT_MAX_VIEWERS = 4
 TOKEN_COOKIE = "gputop_token"
 HEARTBEAT_S = 5.0  # a browser that vanished without closing its socket is noticed within two of these
 VIEWER_QUIT_S = 3.0  # a viewer asked to quit gets this long before it is killed

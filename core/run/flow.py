@@ -21,9 +21,8 @@ from gputop.core.memory import MemorySampler
 from gputop.core.run.config import RunConfig
 from gputop.core.run.controls import Controls, FlowKind
 from gputop.core.run.state import RunState
-from gputop.core.snapshot import PoolStats
 
-__all__ = ["Flow", "PoolReader", "RunContext", "Uncapturable", "end_sampling", "timed_teardown"]
+__all__ = ["Flow", "RunContext", "Uncapturable", "end_sampling", "timed_teardown"]
 
 
 @dataclass(frozen=True)
@@ -34,12 +33,6 @@ class RunContext:
     state: RunState
     controls: Controls
     session_dir: Path
-
-
-class PoolReader(Protocol):
-    """What the memory sampler reads from a runner: each device's allocator pools."""
-
-    def pool_statistics(self) -> list[tuple[str, tuple[PoolStats, ...]]]: ...
 
 
 class Flow(Protocol):

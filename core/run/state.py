@@ -22,7 +22,6 @@ import numpy as np
 from gputop.core.compile import CompiledModule
 from gputop.core.errors import GputopError
 from gputop.core.snapshot import (
-    CallStats,
     CaptureInfo,
     CompileRecord,
     DeviceInfo,
@@ -379,10 +378,6 @@ class RunState:
         with self._lock:
             self._profile = profile
 
-    def is_profiling(self) -> bool:
-        with self._lock:
-            return self._profiling
-
     def add_capture(self, capture: CaptureInfo) -> None:
         with self._lock:
             self._captures = (*self._captures, capture)
@@ -429,7 +424,7 @@ class RunState:
             function=self._function,
             device=self._device,
             phases=self._phases,
-            calls=self._timer.snapshot() if self._timer.count else CallStats(),
+            calls=self._timer.snapshot(),
             memory=self._memory,
             memory_history=tuple(self._memory_history),
             diagnostics=self._diagnostics,

@@ -61,7 +61,6 @@ class SessionWriter:
         segment: int = 0,
     ) -> None:
         self.folder = folder
-        self.segment = segment
         # A long-lived run (gputop serve) keeps one sample per `every_s` seconds, plus every one that
         # changes the state, the events, the profile or the captures: days of serving stay small.
         self.every_s = every_s
