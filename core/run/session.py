@@ -125,8 +125,7 @@ class Session:
         try:
             report = {**self.current_report(), "cut_short": "a second signal: written from the newest snapshot"}
         except Exception:  # a report that cannot be built must not keep the manifest from its ending
-            with open(self.session_dir / "session.log", "a", encoding="utf-8") as handle:
-                handle.write(traceback.format_exc())
+            self._log_traceback()
         snapshot = self.snapshot
         self._writer.close(
             report,
@@ -241,9 +240,7 @@ class Session:
         except GputopError as exc:
             self._fail(exc)
         except Exception as exc:  # anything else is a gputop bug: keep the traceback
-            log = self.session_dir / "session.log"
-            with open(log, "a", encoding="utf-8") as handle:
-                handle.write(traceback.format_exc())
+            log = self._log_traceback()
             self._fail(RuntimeFailure(f"internal error: {exc}", log_path=str(log)))
         finally:
             if renderdoc is not None:
@@ -304,12 +301,18 @@ class Session:
         if reason is not None:
             self._state.event("warning", f"capture: {reason}")
 
+    def _log_traceback(self) -> Path:
+        """The exception being handled, appended to the session's log (a gputop bug: keep it); the log."""
+        log = self.session_dir / "session.log"
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(traceback.format_exc())
+        return log
+
     def _close_flow(self, flow: Flow) -> None:
         try:
             flow.close()
         except Exception:  # teardown must not lose the record: keep the traceback
-            with open(self.session_dir / "session.log", "a", encoding="utf-8") as handle:
-                handle.write(traceback.format_exc())
+            self._log_traceback()
 
     def _fail(self, exc: GputopError) -> None:
         if isinstance(exc, Interrupted) and self._controls.stopping:
@@ -324,8 +327,7 @@ class Session:
         try:
             report = self.current_report()
         except Exception:  # a bug in the report must not lose the samples: keep the traceback
-            with open(self.session_dir / "session.log", "a", encoding="utf-8") as handle:
-                handle.write(traceback.format_exc())
+            self._log_traceback()
         snapshot = self.snapshot
         self.report = self._writer.close(
             report,

@@ -38,6 +38,7 @@ class KeyedTable(DataTable[object]):
     def __init__(self, columns: Sequence[str | Column], *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
         self.columns_all = tuple(c if isinstance(c, Column) else Column(c) for c in columns)
+        self._position = {c.name: i for i, c in enumerate(self.columns_all)}  # a column's place in a row's cells
         self._labels: dict[str, str] = {c.name: c.name for c in self.columns_all}
         self._priorities: dict[str, int] = {c.name: c.priority for c in self.columns_all}
         self._rows: dict[str, tuple[object, ...]] = {}  # every column's cell, shown or not
@@ -87,8 +88,7 @@ class KeyedTable(DataTable[object]):
             self.move_cursor(row=min(cursor, len(self._rows) - 1))
 
     def _visible(self, cells: tuple[object, ...]) -> list[object]:
-        index = {c.name: i for i, c in enumerate(self.columns_all)}
-        return [cells[index[name]] for name in self.shown]
+        return [cells[self._position[name]] for name in self.shown]
 
     def sync(
         self,
