@@ -24,6 +24,7 @@ from typing import Any
 from gputop.core.compile import find_compiler, read_source
 from gputop.core.diagnostics import parse_diagnostics
 from gputop.core.errors import CompileError, UsageError
+from gputop.core.mlir_ops import walk
 from gputop.core.snapshot import ExportAffinity, Transfer
 from gputop.core.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows
 from gputop.core.targets import device_names
@@ -89,14 +90,6 @@ def _attr(op: Any, name: str) -> Any:
         return None
 
 
-def _walk(op: Any) -> Any:
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                yield child.operation
-                yield from _walk(child.operation)
-
-
 def declared_affinities(source: str, name: str = "source.mlir") -> dict[str, tuple[list[str | None], list[str | None]]]:
     """Per function: declared devices of arguments and results, from the source's attributes."""
     ir = mlir_bindings()
@@ -112,7 +105,7 @@ def declared_affinities(source: str, name: str = "source.mlir") -> dict[str, tup
             raise CompileError(f"{where}: {diagnostics[0].message}") from None
         raise CompileError(f"{name}: cannot parse: {str(exc).splitlines()[0]}") from None
     found: dict[str, tuple[list[str | None], list[str | None]]] = {}
-    for op in _walk(module.operation):
+    for op in walk(module.operation):
         if op.name not in ("func.func", "util.func"):
             continue
         name = str(_attr(op, "sym_name")).strip('"')

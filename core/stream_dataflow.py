@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from gputop.core.mlir_ops import op_of, walk
+
 END = 1 << 62  # the end of a byte range whose length the IR does not give as a constant
 READ, WRITE = 1, 2  # IREE's stream ResourceAccessBitfield (`ro` = 1, `wo` = 2, `rw` = 3)
 COPIES = ("stream.cmd.copy", "stream.async.transfer", "stream.async.copy", "stream.async.clone", "stream.async.slice")
@@ -114,22 +116,10 @@ def device_of(attr: Any) -> str | None:
 def function_flows(module: Any) -> list[FunctionFlow]:
     """One `FunctionFlow` per exported function (`util.func` with `iree.abi.stub`) of a parsed module."""
     flows = []
-    for op in _walk(module.operation):
+    for op in walk(module.operation):
         if op.name == "util.func" and "iree.abi.stub" in op.attributes and op.regions[0].blocks:
             flows.append(_FunctionWalk(op).run())
     return flows
-
-
-def _walk(op: Any) -> Iterator[Any]:
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                yield child.operation
-                yield from _walk(child.operation)
-
-
-def _op(owner: Any) -> Any:
-    return owner.operation if hasattr(owner, "operation") else owner
 
 
 def _constant(value: Any) -> int | None:
@@ -138,7 +128,7 @@ def _constant(value: Any) -> int | None:
 
     if value is None or isinstance(value.owner, ir.Block):
         return None
-    op = _op(value.owner)
+    op = op_of(value.owner)
     if op.name != "arith.constant":
         return None
     try:
@@ -188,7 +178,7 @@ class _FunctionWalk:
     # -- structure -------------------------------------------------------------------
     def _link_blocks(self) -> None:
         for block in self.blocks:
-            terminator = _op(list(block.operations)[-1])
+            terminator = op_of(list(block.operations)[-1])
             successors = list(terminator.successors)
             for successor in successors:
                 self.predecessors.setdefault(successor, []).append(block)
@@ -216,7 +206,7 @@ class _FunctionWalk:
             return [loc for v in self.incoming[value] for loc in self.locate(v, start, end, seen)]
         if isinstance(value.owner, ir.Block):
             return [(value, start, end)]
-        op = _op(value.owner)
+        op = op_of(value.owner)
         if op.name == "stream.timepoint.await":
             position = list(op.results).index(value)
             return self.locate(op.opview.resource_operands[position], start, end, seen)
@@ -226,7 +216,7 @@ class _FunctionWalk:
             return self.locate(view.source, base + start, base + end if end < END else base_end, seen)
         if op.name == "stream.async.execute":
             body = op.regions[0].blocks[0]
-            yielded = list(_op(list(body.operations)[-1]).operands)
+            yielded = list(op_of(list(body.operations)[-1]).operands)
             position = list(op.results).index(value)
             if position < len(yielded):
                 return self.locate(yielded[position], start, end, seen)
@@ -240,7 +230,7 @@ class _FunctionWalk:
             for index, block in enumerate(self.blocks):
                 state = _join([states_out[p] for p in self.predecessors.get(block, []) if p in states_out])
                 for position, op in enumerate(block.operations):
-                    self._visit(_op(op), state, (index, position), None)
+                    self._visit(op_of(op), state, (index, position), None)
                 if states_out.get(block) != state:
                     states_out[block] = state
                     changed = True
@@ -301,7 +291,7 @@ class _FunctionWalk:
             for slot, (argument, value) in enumerate(zip(body.arguments, captured, strict=False)):
                 self.captured[argument] = (value, slot)
         for position, inner in enumerate(body.operations):
-            self._visit(_op(inner), state, (*key, position), device)
+            self._visit(op_of(inner), state, (*key, position), device)
 
     def _structured(self, op: Any, state: State, key: tuple[Any, ...], device: str | None) -> None:
         """Structured control flow (`scf.if`, `scf.for`, ...): each region from the same state, then joined.
@@ -317,10 +307,10 @@ class _FunctionWalk:
                 branch = dict(state)
                 operations = list(block.operations)
                 for position, inner in enumerate(operations):
-                    self._visit(_op(inner), branch, (*key, r, b, position), device)
+                    self._visit(op_of(inner), branch, (*key, r, b, position), device)
                 ends.append(branch)
                 if operations:
-                    for result, value in zip(op.results, _op(operations[-1]).operands, strict=False):
+                    for result, value in zip(op.results, op_of(operations[-1]).operands, strict=False):
                         self._merge(result, value)
         both = op.name == "scf.if" and all(region.blocks for region in op.regions)
         joined = _join(ends if both else [state, *ends])
@@ -454,7 +444,7 @@ class _FunctionWalk:
         size = _constant(view.source_size) or 0
         writes = self._read(state, key, device, "stream.tensor.export", view.source, (0, size or END))
         for use in op.results[0].uses:
-            owner = _op(use.owner)
+            owner = op_of(use.owner)
             if owner.name == "util.return":
                 self.exports[use.operand_number] = Export(use.operand_number, device, size, writes)
 

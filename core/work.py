@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from gputop.core.mlir_ops import children, op_of, walk
+
 __all__ = [
     "DispatchWork",
     "ModuleWork",
@@ -213,19 +215,19 @@ def count_executable_text(text: str, context: Any = None) -> list[DispatchWork]:
         return [_unknown(name, f"source does not parse ({str(exc).splitlines()[0]})") for name in _export_names(text)]
     # The named ops (matmul, conv_2d_nhwc_hwcf, ...) of each function, in order, before they become generics.
     named: dict[str, list[str]] = {}
-    for function in (op for op in _walk(module.operation) if op.name == "func.func"):
-        named.setdefault(_symbol(function), [op.name for op in _walk(function) if _is_structured(op.name)])
+    for function in (op for op in walk(module.operation) if op.name == "func.func"):
+        named.setdefault(_symbol(function), [op.name for op in walk(function) if _is_structured(op.name)])
     try:
         passmanager.PassManager.parse(GENERALIZE, context).run(module.operation)
     except Exception as exc:
         return [_unknown(name, f"linalg-generalize-named-ops failed ({exc})") for name in _export_names(text)]
     works = []
-    for executable in (op for op in _walk(module.operation) if op.name == "hal.executable"):
-        variant = next((op for op in _children(executable) if op.name == "hal.executable.variant"), None)
+    for executable in (op for op in walk(module.operation) if op.name == "hal.executable"):
+        variant = next((op for op in children(executable) if op.name == "hal.executable.variant"), None)
         if variant is None:
             continue
-        exports = [_symbol(op) for op in _children(variant) if op.name == "hal.executable.export"]
-        functions = {_symbol(op): op for op in _walk(variant) if op.name == "func.func"}
+        exports = [_symbol(op) for op in children(variant) if op.name == "hal.executable.export"]
+        functions = {_symbol(op): op for op in walk(variant) if op.name == "func.func"}
         for name in exports:
             function = functions.get(name)
             if function is None:
@@ -276,7 +278,7 @@ def _count_function(name: str, function: Any, named: Iterator[str]) -> DispatchW
     tally = _Tally()
     ops: list[str] = []
     constants: set[str] = set()
-    for op in _walk(function):
+    for op in walk(function):
         kind = op.name
         if _inside_structured(op):
             continue  # a body op: counted per iteration point by its structured op
@@ -347,7 +349,7 @@ def _count_generic(op: Any, original: str) -> tuple[str, int | None, str | None,
     if len(ranges) < n_loops:
         return label, None, dtype, contraction, f"{original}: loop ranges not derivable from its operands"
     points = math.prod(ranges[i] for i in range(n_loops))
-    per_point = sum(_op_flops(inner.name, inner) for inner in _walk(op))
+    per_point = sum(_op_flops(inner.name, inner) for inner in walk(op))
     return label, points * per_point, dtype, contraction, None
 
 
@@ -376,7 +378,7 @@ def _label(op: Any, original: str, maps: list[Any], iterators: list[str], inputs
         return "batch_matmul" if batch else "matmul"
     if reductions:
         return "reduction"
-    computes = any(inner.name not in ("linalg.yield", "linalg.index") for inner in _walk(op))
+    computes = any(inner.name not in ("linalg.yield", "linalg.index") for inner in walk(op))
     if computes:
         return "elementwise"
     if not tensor_maps:
@@ -399,7 +401,7 @@ def _multiply_accumulate(op: Any, inputs_count: int) -> bool:
 
     def producer(value: Any) -> Any:
         owner = value.owner
-        return None if isinstance(owner, ir.Block) else (owner.operation if hasattr(owner, "operation") else owner)
+        return None if isinstance(owner, ir.Block) else op_of(owner)
 
     def argument_index(value: Any) -> int | None:
         while True:
@@ -530,7 +532,7 @@ def _embedded_constant_bytes(op: Any, seen: set[str]) -> int:
         owner = operand.owner
         if isinstance(owner, ir.Block):
             continue
-        producer = owner.operation if hasattr(owner, "operation") else owner
+        producer = op_of(owner)
         if producer.name != "arith.constant":
             continue
         value = producer.attributes["value"]
@@ -562,16 +564,3 @@ def _inside_structured(op: Any) -> bool:
 
 def _symbol(op: Any) -> str:
     return str(op.attributes["sym_name"].value)
-
-
-def _children(op: Any) -> Iterator[Any]:
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                yield child.operation
-
-
-def _walk(op: Any) -> Iterator[Any]:
-    for child in _children(op):
-        yield child
-        yield from _walk(child)
