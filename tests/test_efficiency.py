@@ -10,6 +10,7 @@ elsewhere; `bench/gpu/issue19.sh` reproduces the warning on purpose.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +134,24 @@ def test_a_tool_pass_keeps_the_clocks_read_while_its_calls_ran() -> None:
     slow, _ = while_calls_ran(readings, (100 * ms, 160 * ms))  # calls that did run at the idle clock
     assert [r.sm_mhz for r in slow] == [360, 360, 360]
     assert (summarize("NVIDIA H200 (nvml:0)", slow).warning or "").startswith("GPU at 360 MHz of 1980 MHz")
+
+
+def test_periodic_profiling_keeps_the_newest_passes_files(tmp_path: Path) -> None:
+    """Every file of the newest KEEP_PASSES passes stays, across midnight (the stamps start again)."""
+    import os
+
+    from gputop.core.run.profiling import KEEP_PASSES, _keep_newest_passes
+
+    stamps = ["235930", "235940", "235950", "000000", "000010", "000020", "000030"]  # oldest first
+    suffixes = (".ireeprof", "-calls.json", "-marks.txt", ".log", ".trace.json")
+    for age, stamp in enumerate(reversed(stamps)):
+        for suffix in suffixes:
+            path = tmp_path / f"profile-{stamp}{suffix}"
+            path.write_text("x")
+            os.utime(path, (1_000_000 - age * 10, 1_000_000 - age * 10))
+    _keep_newest_passes(tmp_path)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted(f"profile-{s}{x}" for s in stamps[-KEEP_PASSES:] for x in suffixes)
 
 
 def test_warm_up_without_a_gpu_clock_costs_nothing() -> None:

@@ -11,6 +11,8 @@ it runs, and its kernels are rated against their work and the device's peaks
 
 from __future__ import annotations
 
+import contextlib
+import re
 import statistics
 import time
 from collections import deque
@@ -36,10 +38,22 @@ CUPTI_SOURCE = "CUPTI kernel, copy, driver API and synchronization activity"
 CUPTI_FIT = "one clock: CUPTI timestamps for the call's window, its API calls and the device's work"
 
 
+PASS_FILE = re.compile(r"^(profile-\d+)[.-]")  # profile-HHMMSS.ireeprof, -calls.json, -marks.txt, .log, ...
+
+
 def _keep_newest_passes(folder: Path) -> None:
-    """Delete the files of all but the newest KEEP_PASSES profile passes: a server profiles for days."""
-    passes = sorted({p.name.split(".")[0].removesuffix("-calls") for p in folder.glob("profile-*")})
-    for stamp in passes[:-KEEP_PASSES]:
+    """Delete the files of all but the newest KEEP_PASSES profile passes: a server profiles for days.
+
+    A pass is its files' common `profile-HHMMSS` prefix, and passes are ordered by their files' time,
+    not by the stamp, which starts again at midnight.
+    """
+    passes: dict[str, float] = {}
+    for path in folder.glob("profile-*"):
+        match = PASS_FILE.match(path.name)
+        with contextlib.suppress(OSError):  # a file deleted meanwhile
+            if match is not None:
+                passes[match.group(1)] = max(passes.get(match.group(1), 0.0), path.stat().st_mtime)
+    for stamp in sorted(passes, key=lambda name: passes[name])[:-KEEP_PASSES]:
         for path in folder.glob(f"{stamp}[.-]*"):
             path.unlink(missing_ok=True)
 
