@@ -41,7 +41,7 @@ from gputop.tui.bridge import (
     SnapshotSource,
     SourceNote,
 )
-from gputop.tui.ending import SignalEnding
+from gputop.tui.ending import SignalEnding, parent_pid
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.captures import CapturesPane
 from gputop.tui.panes.exports import ExportsPane
@@ -61,7 +61,6 @@ MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
 COMPACT_BELOW = (110, 32)
 TALL_FROM = 50  # rows from which the Log pane may hold ten lines rather than three
 MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
-PARENT_ENV = "GPUTOP_PARENT_PID"  # set by gputop web for its children: live only as long as that process
 TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
 
@@ -118,8 +117,7 @@ class GputopApp(App[int]):
         self._quitting = False
         self._quitting_done = False
         self._ending: SignalEnding | None = None
-        parent = os.environ.get(PARENT_ENV, "")
-        self._parent_pid = int(parent) if parent.isdigit() else None
+        self._parent_pid = parent_pid()
 
     def get_driver_class(self) -> type[Driver]:
         driver_class = super().get_driver_class()

@@ -510,8 +510,7 @@ def command_serve(args: argparse.Namespace) -> int:
 def _drive(session: Any, *, progress: bool, first_profile: bool = False) -> int:
     """Run `session` to its end or a signal, echoing its events; returns the signal's exit code or 0."""
     from gputop.core.snapshot import BUSY_STATES
-    from gputop.tui.app import PARENT_ENV
-    from gputop.tui.ending import SignalEnding
+    from gputop.tui.ending import SignalEnding, parent_pid
     from gputop.tui.report_text import parameters_progress
 
     seen = [0]
@@ -535,19 +534,18 @@ def _drive(session: Any, *, progress: bool, first_profile: bool = False) -> int:
         face="gputop",
     )
     # A child of gputop web lives as long as its server: a server killed outright must not leave it running.
-    parent = os.environ.get(PARENT_ENV, "")
-    parent_pid = int(parent) if parent.isdigit() else None
+    parent = parent_pid()
     ending.install()
     try:
         session.start()
         next_note = 0.0
         next_parameters = time.monotonic() + PARAMETERS_EVERY_S
         while not session.wait(0.1):
-            if parent_pid is not None and os.getppid() != parent_pid:
-                gone = f"the process that started this run (pid {parent_pid}) is gone; stopping"
+            if parent is not None and os.getppid() != parent:
+                gone = f"the process that started this run (pid {parent}) is gone; stopping"
                 print(f"gputop: {gone}", file=sys.stderr, flush=True)
                 session.stop()
-                parent_pid = None
+                parent = None
             snapshot = session.snapshot
             load = snapshot.parameters
             if progress and load is not None and not load.done and load.observed:

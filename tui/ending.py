@@ -27,11 +27,18 @@ from typing import Any
 
 from gputop.tui.bridge import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 
-__all__ = ["GRACE_S", "SignalEnding", "exit_code_for"]
+__all__ = ["GRACE_S", "PARENT_ENV", "SignalEnding", "exit_code_for", "parent_pid"]
 
 GRACE_S = 10.0  # the run's own ending (teardown, report) gets this long after the first signal
 FACE_GRACE_S = 5.0  # then the face (terminal restored, web children reaped) gets this long
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+PARENT_ENV = "GPUTOP_PARENT_PID"  # set by gputop web for its children: live only as long as that process
+
+
+def parent_pid() -> int | None:
+    """The process this one must not outlive (a child of gputop web), from PARENT_ENV; None when not a child."""
+    parent = os.environ.get(PARENT_ENV, "")
+    return int(parent) if parent.isdigit() else None
 
 
 def exit_code_for(signum: int) -> int:

@@ -36,8 +36,7 @@ from textual_serve.server import Server
 
 from gputop.core.access import bearer_matches, url_host
 from gputop.core.store.follow import SessionFollower
-from gputop.tui.app import PARENT_ENV
-from gputop.tui.ending import SignalEnding
+from gputop.tui.ending import PARENT_ENV, SignalEnding
 
 __all__ = ["RunServer"]
 
