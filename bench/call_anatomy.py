@@ -16,9 +16,9 @@ import statistics
 import time
 from pathlib import Path
 
-from gputop.core.devices import resolve_device
-from gputop.core.inputs import make_inputs
-from gputop.core.iree_runner import IreeModuleRun
+from gputop.core.module.devices import resolve_device
+from gputop.core.module.inputs import make_inputs
+from gputop.core.runners.iree_runner import IreeModuleRun
 
 
 def main() -> None:

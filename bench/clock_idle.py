@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gputop.core.clocks import gpu_clock_for
-from gputop.core.devices import resolve_device
+from gputop.core.module.devices import resolve_device
+from gputop.core.profiling.clocks import gpu_clock_for
 from gputop.core.session import RunConfig, Session
 from gputop.core.snapshot import ProfileSummary, RunSnapshot, to_json
 

@@ -3,7 +3,7 @@
 `gputop affinity` analyses and observes in one go, but its analysis needs the
 compiler. On the GPU machines the plan (records, transfers, planned copies)
 comes from this machine, and this script does the runtime half: it decodes
-the `.ireeprof` bundle with `iree-profile` (through `gputop.core.queue_events`)
+the `.ireeprof` bundle with `iree-profile` (through `gputop.core.profiling.queue_events`)
 and fills in the observed bytes with the same `match_copies` gputop uses.
 
 Usage: python3 bench/gpu_transfer_check.py PLAN.json BUNDLE.ireeprof > observed.json
@@ -15,12 +15,12 @@ import json
 import sys
 from pathlib import Path
 
-from gputop.core.affinity import FunctionAffinity
-from gputop.core.profiles import runtime_tool
-from gputop.core.queue_events import load_queue_log
+from gputop.core.multidevice.affinity import FunctionAffinity
+from gputop.core.multidevice.stream_dataflow import PlannedCopy
+from gputop.core.multidevice.transfer_check import match_copies
+from gputop.core.profiling.profiles import runtime_tool
+from gputop.core.profiling.queue_events import load_queue_log
 from gputop.core.snapshot import ExportAffinity, Transfer, to_json
-from gputop.core.stream_dataflow import PlannedCopy
-from gputop.core.transfer_check import match_copies
 
 
 def main() -> None:

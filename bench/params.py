@@ -9,7 +9,7 @@ index load + context creation + first call, and checks the call's output
 against the markers written into the archive (a wrong or partial load fails
 the check, so a fast path cannot be fast by skipping bytes):
 
-- streamed: gputop's loader (core/param_stream.py), the product's own code path;
+- streamed: gputop's loader (core/params/stream.py), the product's own code path;
 - streamed_wc: the same loader staging through write-combined pinned memory (its first version);
 - mmap, file_async: IREE's, as gputop runs them (`--params-mode`);
 - file_async_c8: IREE's async file reads with `max_concurrent_operations=8`;
@@ -69,7 +69,7 @@ def resident_fraction(path: Path) -> float:
 
 def drop_cache(path: Path) -> float:
     """Evict the file from the page cache; returns the share still resident afterwards."""
-    from gputop.core.param_archive import evict_from_page_cache
+    from gputop.core.params.archive import evict_from_page_cache
 
     evict_from_page_cache(path)
     return resident_fraction(path)
@@ -99,10 +99,10 @@ def warm_cache(path: Path, threads: int = 8) -> float:
 def one_path(args: argparse.Namespace) -> dict[str, Any]:
     import iree.runtime as rt
 
-    from gputop.core.devices import resolve_device
-    from gputop.core.iree_runner import IreeModuleRun
-    from gputop.core.param_archive import expected_head, read_archive
-    from gputop.core.param_stream import StreamOptions
+    from gputop.core.module.devices import resolve_device
+    from gputop.core.params.archive import expected_head, read_archive
+    from gputop.core.params.stream import StreamOptions
+    from gputop.core.runners.iree_runner import IreeModuleRun
 
     info = resolve_device(args.device)
     runner = IreeModuleRun([info])
@@ -161,8 +161,8 @@ def reference(args: argparse.Namespace) -> dict[str, Any]:
     """Host-to-device copies of the archive's byte count through the device API: the bus's figure."""
     import iree.runtime as rt
 
-    from gputop.core.devices import resolve_device
-    from gputop.core.iree_runner import IreeModuleRun
+    from gputop.core.module.devices import resolve_device
+    from gputop.core.runners.iree_runner import IreeModuleRun
 
     info = resolve_device(args.device)
     runner = IreeModuleRun([info])
@@ -244,7 +244,7 @@ def child(args: argparse.Namespace, mode: str, *extra: str, timeout: float = 300
 
 
 def build(args: argparse.Namespace, folder: Path) -> None:
-    from gputop.core.param_archive import head_module_source, model_layout, write_irpa
+    from gputop.core.params.archive import head_module_source, model_layout, write_irpa
 
     specs = model_layout(args.tensors, int(args.gib * 2**30))
     if args.archive is None or not args.archive.exists():
@@ -257,8 +257,8 @@ def build(args: argparse.Namespace, folder: Path) -> None:
         size, took = args.archive.stat().st_size, time.perf_counter() - started
         print(f"built {args.archive} ({size / 2**30:.2f} GiB, {len(specs)} tensors) in {took:.1f} s")
     if args.vmfb is None:
-        from gputop.core.compile import compile_module
-        from gputop.core.devices import resolve_device
+        from gputop.core.module.compile import compile_module
+        from gputop.core.module.devices import resolve_device
 
         flags = resolve_device(args.device).compile_target or ()
         source = head_module_source(specs).encode()
@@ -286,9 +286,9 @@ def main() -> None:
         print(json.dumps(reference(args) if args.one == "reference" else one_path(args)), flush=True)
         os._exit(0)  # IREE's bindings may crash in their own teardown after a clean run
 
-    from gputop.core.devices import resolve_device
-    from gputop.core.iree_runner import parameter_mode_for
-    from gputop.core.param_archive import read_archive
+    from gputop.core.module.devices import resolve_device
+    from gputop.core.params.archive import read_archive
+    from gputop.core.runners.iree_runner import parameter_mode_for
 
     folder = tempfile.TemporaryDirectory(prefix="gputop-params-")
     owned = args.archive is None

@@ -27,11 +27,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from gputop.core.compile import compile_module
-from gputop.core.onnx_import import COMPILE_FLAGS as ONNX_FLAGS
-from gputop.core.onnx_import import import_onnx
-from gputop.core.onnx_model import F64_FLAG
-from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS
+from gputop.core.module.compile import compile_module
+from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS
+from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_FLAGS
+from gputop.core.onnx.onnx_import import import_onnx
+from gputop.core.onnx.onnx_model import F64_FLAG
 
 TARGETS = {"cuda": CUDA_FLAGS, "vulkan": VULKAN_NVIDIA_FLAGS}
 D = TensorProto.DOUBLE

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from gputop.core.affinity import affinity_flags, analyse
-from gputop.core.compile import compile_module
-from gputop.core.demos import DEMOS
-from gputop.core.inputs import make_inputs
-from gputop.core.signature import parse_declaration
+from gputop.core.module.compile import compile_module
+from gputop.core.module.demos import DEMOS
+from gputop.core.module.inputs import make_inputs
+from gputop.core.module.signature import parse_declaration
+from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
+from gputop.core.multidevice.affinity import affinity_flags, analyse
 from gputop.core.snapshot import to_json
-from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
 from gputop.tui.report_text import affinity_table
 
 TARGETS = {"cuda": CUDA_FLAGS, "vulkan": VULKAN_NVIDIA_FLAGS}
@@ -88,7 +88,7 @@ def _onnx_model(model: str, out: Path) -> dict[str, dict[str, object]]:
     import onnx
     from onnx import numpy_helper
 
-    from gputop.core.onnx_import import COMPILE_FLAGS, import_onnx
+    from gputop.core.onnx.onnx_import import COMPILE_FLAGS, import_onnx
 
     path = Path(model)
     if not path.exists():

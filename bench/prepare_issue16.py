@@ -23,13 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from gputop.core.affinity import affinity_flags, analyse_module
-from gputop.core.compile import compile_module
-from gputop.core.demos import DEMOS
-from gputop.core.inputs import make_inputs
-from gputop.core.signature import parse_declaration
+from gputop.core.module.compile import compile_module
+from gputop.core.module.demos import DEMOS
+from gputop.core.module.inputs import make_inputs
+from gputop.core.module.signature import parse_declaration
+from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_DEFAULT_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
+from gputop.core.multidevice.affinity import affinity_flags, analyse_module
 from gputop.core.snapshot import to_json
-from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_DEFAULT_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
 from gputop.tui.report_text import affinity_table
 
 BACKENDS = {

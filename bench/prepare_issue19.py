@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from gputop.core.compile import compile_module
-from gputop.core.demos import DEMOS
-from gputop.core.onnx_import import COMPILE_FLAGS as ONNX_FLAGS
-from gputop.core.onnx_import import import_onnx
-from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS
-from gputop.core.work import module_work, work_file_for
+from gputop.core.module.compile import compile_module
+from gputop.core.module.demos import DEMOS
+from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS
+from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_FLAGS
+from gputop.core.onnx.onnx_import import import_onnx
+from gputop.core.profiling.work import module_work, work_file_for
 
 TARGETS = {"cuda": CUDA_FLAGS, "vulkan": VULKAN_NVIDIA_FLAGS}
 # What iree-run-module takes under ncu: the function and splat inputs of the right shapes.

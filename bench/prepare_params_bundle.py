@@ -16,9 +16,9 @@ import argparse
 import json
 from pathlib import Path
 
-from gputop.core.compile import compile_module
-from gputop.core.param_archive import head_module_source, model_layout
-from gputop.core.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_DEFAULT_FLAGS, VULKAN_NVIDIA_FLAGS
+from gputop.core.module.compile import compile_module
+from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_DEFAULT_FLAGS, VULKAN_NVIDIA_FLAGS
+from gputop.core.params.archive import head_module_source, model_layout
 
 TARGETS = {
     "cuda": CUDA_FLAGS,

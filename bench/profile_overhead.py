@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gputop.core.devices import resolve_device
-from gputop.core.profiles import PROFILING_MODES, benchmark_call_ms, device_uri, runtime_tool
+from gputop.core.module.devices import resolve_device
+from gputop.core.profiling.profiles import PROFILING_MODES, benchmark_call_ms, device_uri, runtime_tool
 
 
 def tool_round(vmfb: str, device: str, function: str, inputs: list[str], calls: int, profile: Path | None) -> float:
@@ -43,9 +43,9 @@ def tool_round(vmfb: str, device: str, function: str, inputs: list[str], calls: 
 
 
 def cuda_rounds(vmfb: str, device_spec: str, function: str, inputs: list[str], calls: int, rounds: int):
-    from gputop.core.cupti import record_kernels
-    from gputop.core.inputs import parse_input
-    from gputop.core.iree_runner import IreeModuleRun
+    from gputop.core.module.inputs import parse_input
+    from gputop.core.profiling.cupti import record_kernels
+    from gputop.core.runners.iree_runner import IreeModuleRun
 
     runner = IreeModuleRun([resolve_device(device_spec)])
     runner.open_devices()

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.devices import resolve_device
-from gputop.core.profiles import benchmark_call_ms, device_uri
+from gputop.core.module.devices import resolve_device
+from gputop.core.profiling.profiles import benchmark_call_ms, device_uri
 from gputop.core.session import RunConfig, Session
 
 

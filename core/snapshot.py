@@ -237,7 +237,7 @@ class KernelTiming:
     source: str  # ireeprof, cupti, opencl
     timing: str  # what the clock is: device timestamps, or host execution on CPU devices
     timestamp: float = field(default_factory=now)
-    # Work and efficiency (core/work.py, core/efficiency.py): counted from the dispatch's own IR,
+    # Work and efficiency (core/profiling/work.py, core/profiling/efficiency.py): counted from the dispatch's own IR,
     # against the device's peaks at the pass's clock. None where the work or the peak is unknown.
     flops: int | None = None  # per dispatch: adds, subs, muls, divs, FMA as 2, math functions as 1
     bytes: int | None = None  # per dispatch: bytes_read + bytes_written

@@ -4,7 +4,7 @@ Starts `GputopApp` headless (`run_test`) on a module and its parameter archive,
 waits until a share `--at` of the bytes is in place (the load still under way)
 and saves an SVG; then waits for the load to end and saves a second one
 beside it (`-done.svg`) with the totals. Without `--target`, builds a
-model-like archive and its head module here (core/param_archive.py). `--cold`
+model-like archive and its head module here (core/params/archive.py). `--cold`
 evicts the archive from the page cache first, so the load is read from disk
 and lasts long enough to be seen. Never edit the SVGs by hand.
 
@@ -20,7 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from gputop.core.param_archive import evict_from_page_cache, write_model
+from gputop.core.params.archive import evict_from_page_cache, write_model
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import EngineBridge, RunConfig
 

@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gputop.core.devices import iree_devices, opencl_devices
+from gputop.core.module.devices import iree_devices, opencl_devices
 
 # One compile cache for the whole run (fast), never the user's own.
 _RUN_DIR = Path(os.environ.get("GPUTOP_TEST_DIR", "")) if os.environ.get("GPUTOP_TEST_DIR") else None

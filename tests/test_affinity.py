@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_one_line_error, run_gputop, run_json
-from gputop.core.affinity import affinity_flags, analyse
-from gputop.core.targets import LOCAL_FLAGS
+from gputop.core.module.targets import LOCAL_FLAGS
+from gputop.core.multidevice.affinity import affinity_flags, analyse
 
 TWO_LOCAL = affinity_flags(["local:0", "local:1"], [LOCAL_FLAGS, LOCAL_FLAGS])
 
@@ -86,7 +86,7 @@ func.func @f(%x: tensor<64x64xf32> {iree.abi.affinity = #hal.device.promise<@dev
 
 
 def test_single_device_module_exports_everything_on_its_device(tmp_path: Path) -> None:
-    from gputop.core.demos import DEMOS
+    from gputop.core.module.demos import DEMOS
 
     records, transfers = analyse(Path("mlp.mlir"), LOCAL_FLAGS, tmp_path, source_bytes=DEMOS["mlp"].source())
     assert len(records) == 5 and not transfers

@@ -29,14 +29,14 @@ from typing import Any
 import pytest
 
 from conftest import run_gputop
-from gputop.core.affinity import (
+from gputop.core.module.targets import LOCAL_FLAGS
+from gputop.core.multidevice.affinity import (
     affinity_flags,
     analyse_module,
     analyse_stream_ir,
     compile_to_stream,
     declared_affinities,
 )
-from gputop.core.targets import LOCAL_FLAGS
 
 CORPUS = Path(__file__).parent / "data" / "affinity"
 FIELDS = ("kind", "index", "declared", "export_affinity", "producer_affinity", "transfer_bytes", "flag")
@@ -291,9 +291,9 @@ def test_the_profile_sees_only_the_path_a_call_takes(tmp_path: Path) -> None:
     """scf_if with pick_b = 0: the analysis still plans the b path's copies; the call runs none of them."""
     import iree.runtime as rt
 
-    from gputop.core.compile import compile_module
-    from gputop.core.devices import resolve_device
-    from gputop.core.transfer_check import observe_transfers
+    from gputop.core.module.compile import compile_module
+    from gputop.core.module.devices import resolve_device
+    from gputop.core.multidevice.transfer_check import observe_transfers
 
     flags = affinity_flags(["local:0", "local:1"], [LOCAL_FLAGS, LOCAL_FLAGS])
     source = CORPUS / "scf_if.mlir"
@@ -320,7 +320,7 @@ def test_the_async_phase_ir_gives_the_same_records(name: str, tmp_path: Path) ->
     specs = [f"local:{i}" for i in range(case.devices)]
     flags = affinity_flags(specs, [LOCAL_FLAGS] * case.devices)
     declared = declared_affinities(source.read_text())
-    from gputop.core.compile import find_compiler
+    from gputop.core.module.compile import find_compiler
 
     proc = subprocess.run(
         [find_compiler(), str(source), *flags, "--compile-to=stream", "--mlir-disable-threading",

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import end_child, poll, run_gputop, spawn_gputop
-from gputop.core.control import CONTROL_SOCKET, ControlServer, ControlUnavailable, ask
+from gputop.core.serving.control_socket import CONTROL_SOCKET, ControlServer, ControlUnavailable, ask
 
 SERVE = ("serve", "demo:mlp", "--device", "local-task", "--metrics-port", "0", "--profile-every", "0", "--quiet")
 RECORDED = Path(__file__).parent / "data" / "mlp_local_task.jsonl"

@@ -252,9 +252,9 @@ def test_usage_error_exit_code() -> None:
 
 
 def test_module_compiled_for_another_device(tmp_path: Path) -> None:
-    from gputop.core.compile import compile_module
-    from gputop.core.demos import DEMOS
-    from gputop.core.targets import VULKAN_DEFAULT_FLAGS
+    from gputop.core.module.compile import compile_module
+    from gputop.core.module.demos import DEMOS
+    from gputop.core.module.targets import VULKAN_DEFAULT_FLAGS
 
     compiled = compile_module(Path("mlp.mlir"), VULKAN_DEFAULT_FLAGS, source_bytes=DEMOS["mlp"].source())
     proc = run_gputop("run", str(compiled.vmfb_path), "--device", "cpu")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gputop.core.compile import compile_module
-from gputop.core.demos import DEMOS
-from gputop.core.diagnostics import parse_diagnostics
 from gputop.core.errors import CompileError
-from gputop.core.targets import LOCAL_FLAGS
+from gputop.core.module.compile import compile_module
+from gputop.core.module.demos import DEMOS
+from gputop.core.module.diagnostics import parse_diagnostics
+from gputop.core.module.targets import LOCAL_FLAGS
 
 BAD_MLIR = """func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   %b = arith.addf %a, %a : tensor<4xf32
@@ -122,7 +122,7 @@ def test_a_needed_workaround_is_remembered(fresh_cache: Path, tmp_path: Path, mo
     The failure is real (the compiler rejects an unknown CPU) and so is the fix (a later
     occurrence of the flag wins); only the table naming it is this test's own.
     """
-    from gputop.core import compile as compile_mod
+    from gputop.core.module import compile as compile_mod
 
     workaround = compile_mod.Workaround(
         LOCAL_FLAGS[0], "Unknown CPU for target architecture", "--iree-llvmcpu-target-cpu=host", "no such CPU"

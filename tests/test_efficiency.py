@@ -15,14 +15,21 @@ from pathlib import Path
 import pytest
 
 from conftest import run_json
-from gputop.core.clocks import clock_warning, combine_passes, gpu_clock_for, summarize, warm_up, while_calls_ran
-from gputop.core.devices import iree_devices
-from gputop.core.efficiency import rate_kernel, ridge_intensity
+from gputop.core.module.devices import iree_devices
 from gputop.core.nvml import nvml_unavailable_reason
-from gputop.core.peaks import at_clock, compute_peak_tflops, cpu_peaks, gpu_peaks, peaks_for
+from gputop.core.profiling.clocks import (
+    clock_warning,
+    combine_passes,
+    gpu_clock_for,
+    summarize,
+    warm_up,
+    while_calls_ran,
+)
+from gputop.core.profiling.efficiency import rate_kernel, ridge_intensity
+from gputop.core.profiling.peaks import at_clock, compute_peak_tflops, cpu_peaks, gpu_peaks, peaks_for
+from gputop.core.profiling.work import DispatchWork
 from gputop.core.run.profiling import restarts_table
 from gputop.core.snapshot import ClockReading, DeviceInfo, KernelTiming
-from gputop.core.work import DispatchWork
 
 CPUINFO = """processor\t: 0
 model name\t: Test CPU

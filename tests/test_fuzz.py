@@ -19,12 +19,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputop.core.captures import _summarize_xml
-from gputop.core.diagnostics import parse_diagnostics
 from gputop.core.errors import GputopError
-from gputop.core.inputs import parse_input
-from gputop.core.opencl_spec import load_spec, spec_from_dict
-from gputop.core.profiles import parse_ireeperf
+from gputop.core.module.diagnostics import parse_diagnostics
+from gputop.core.module.inputs import parse_input
+from gputop.core.profiling.profiles import parse_ireeperf
+from gputop.core.renderdoc.captures import _summarize_xml
+from gputop.core.runners.opencl_spec import load_spec, spec_from_dict
 from gputop.core.store.replay import snapshot_from_json
 
 FUZZ = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from gputop.core.errors import UsageError
-from gputop.core.inputs import make_inputs, parse_input
-from gputop.core.signature import parse_declaration
+from gputop.core.module.inputs import make_inputs, parse_input
+from gputop.core.module.signature import parse_declaration
 
 DECL = (
     "sync func @mlp(%input0: tensor<256x1024xf32>, %input1: tensor<?x4xi32>, %input2: i32) "
@@ -78,7 +78,7 @@ def test_integer_inputs_keep_every_digit() -> None:
 
 
 def test_nan_outputs_fail_the_check_with_an_infinite_error() -> None:
-    from gputop.core.check import compare_outputs
+    from gputop.core.module.check import compare_outputs
 
     got = np.array([1.0, np.nan], dtype=np.float32)
     check = compare_outputs([got], [np.array([1.0, 2.0])], reference="test")

@@ -253,7 +253,7 @@ def test_old_export_with_initializers_outside_the_inputs(tmp_path: Path) -> None
 
 
 def test_an_importer_killed_by_a_signal_is_one_line() -> None:
-    from gputop.core.onnx_import import import_failure
+    from gputop.core.onnx.onnx_import import import_failure
 
     # What the child leaves when it dies inside the importer's native code: no verdict line.
     text = "Fatal Python error: Segmentation fault\n\nThread 0x00007f (most recent call first):\n  File ..."

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gputop.core.devices import resolve_device
-from gputop.core.iree_runner import IreeModuleRun
-from gputop.core.param_archive import (
+from gputop.core.module.devices import resolve_device
+from gputop.core.params.archive import (
     TensorSpec,
     expected_head,
     head_module_source,
@@ -29,7 +28,8 @@ from gputop.core.param_archive import (
     read_archive,
     write_irpa,
 )
-from gputop.core.param_stream import ParameterStream, StreamOptions
+from gputop.core.params.stream import ParameterStream, StreamOptions
+from gputop.core.runners.iree_runner import IreeModuleRun
 
 MiB = 2**20
 
@@ -192,7 +192,7 @@ def test_streamed_parameters_serve_a_compiled_module(
     device: str, small_model: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """The Python io_parameters module stands in for IREE's: the module's initializer loads through it."""
-    from gputop.core.compile import compile_module
+    from gputop.core.module.compile import compile_module
 
     if device == "vulkan":
         request.getfixturevalue("vulkan_device")
@@ -215,7 +215,7 @@ def test_streamed_parameters_serve_a_compiled_module(
 
 def test_vulkan_limits_match_vulkaninfo(vulkan_device: str) -> None:
     """The ctypes query against Vulkan's own tool: maxMemoryAllocationSize and maxStorageBufferRange."""
-    from gputop.core.vulkan_limits import limits_for_uuid
+    from gputop.core.module.vulkan_limits import limits_for_uuid
 
     if shutil.which("vulkaninfo") is None:
         pytest.skip("vulkaninfo is not installed (apt-get install vulkan-tools)")

@@ -77,7 +77,7 @@ def test_module_without_its_parameters(module_and_params: tuple[Path, Path]) -> 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """A 40-tensor, 64 MiB model-like archive, its head module and the head's expected output."""
-    from gputop.core.param_archive import expected_head, head_module_source, model_layout, write_irpa
+    from gputop.core.params.archive import expected_head, head_module_source, model_layout, write_irpa
 
     folder = tmp_path_factory.mktemp("model")
     specs = model_layout(40, 64 * 2**20)
@@ -103,7 +103,7 @@ def test_every_loading_path_brings_the_whole_model(
     assert report["check"]["passed"] and report["check"]["max_abs_err"] == 0
     params = report["parameters"]
     assert params["mode"] == mode and params["files"] == [str(archive)]
-    from gputop.core.param_archive import read_archive
+    from gputop.core.params.archive import read_archive
 
     assert params["bytes"] == sum(e.length for e in read_archive(archive))
     assert params["seconds"] > 0
@@ -119,7 +119,7 @@ def test_a_parameter_over_a_lavapipe_limit_is_refused_before_loading(vulkan_devi
     """lavapipe allows 2 GiB per allocation (maxMemoryAllocationSize): a 3 GiB parameter is named, with both sizes."""
     import iree.runtime as rt
 
-    from gputop.core.param_archive import TensorSpec, head_module_source
+    from gputop.core.params.archive import TensorSpec, head_module_source
 
     index = rt.ParameterIndex()
     index.add_splat("blk.0.ffn_up.weight", np.float32(1.0), 3 * 2**30)  # a splat: 3 GiB in a 4 KiB file
@@ -138,7 +138,7 @@ def test_a_model_larger_than_free_memory_is_refused_in_one_line(tmp_path: Path) 
     import iree.runtime as rt
     import psutil
 
-    from gputop.core.param_archive import TensorSpec, head_module_source
+    from gputop.core.params.archive import TensorSpec, head_module_source
 
     size = (psutil.virtual_memory().total // 2**30 + 8) * 2**30  # more than the machine has
     index = rt.ParameterIndex()
@@ -163,7 +163,7 @@ def test_a_long_load_shows_its_progress(tmp_path: Path) -> None:
     (seconds on the 2-core CI machine); the lines must show loading under way.
     """
 
-    from gputop.core.param_archive import evict_from_page_cache, write_model
+    from gputop.core.params.archive import evict_from_page_cache, write_model
 
     archive, source = tmp_path / "model.irpa", tmp_path / "head.mlir"
     specs = write_model(archive, source, 64, 2**30)

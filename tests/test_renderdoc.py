@@ -34,7 +34,7 @@ def renderdoc_or_skip() -> None:
 def test_binding_reports_api_1_6_0() -> None:
     renderdoc_or_skip()
     # In a child process: loading RenderDoc changes how that process creates Vulkan instances.
-    code = "from gputop.core.renderdoc import load_renderdoc; r = load_renderdoc(); print(r.version, r.attached)"
+    code = "from gputop.core.renderdoc.in_app import load_renderdoc; r = load_renderdoc(); print(r.version, r.attached)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "(1, 6, 0) False"
 
@@ -175,7 +175,7 @@ def test_a_replay_past_its_deadline_is_killed_and_the_structure_kept(vulkan_devi
 
 def test_the_verifier_process_reads_for_a_run() -> None:
     module_or_skip()
-    from gputop.core.captures import CaptureVerifier
+    from gputop.core.renderdoc.captures import CaptureVerifier
 
     verifier = CaptureVerifier()
     try:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import run_json
-from gputop.core.demos import DEMOS
+from gputop.core.module.demos import DEMOS
 from gputop.core.session import RunConfig, Session
 
 REPORT_KEYS = {"device", "phases", "calls", "memory", "kernels", "exports", "captures", "diagnostics"}

@@ -119,7 +119,7 @@ def test_the_token_from_the_environment_and_bad_tokens(tmp_path: Path) -> None:
 
 
 def test_exposure_is_warned_about() -> None:
-    from gputop.core.access import exposure_warning, is_loopback
+    from gputop.core.serving.access import exposure_warning, is_loopback
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("192.0.2.7")

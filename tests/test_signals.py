@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from conftest import poll, processes_naming, spawn_gputop
-from gputop.core.control import CONTROL_SOCKET, ControlUnavailable, ask
+from gputop.core.serving.control_socket import CONTROL_SOCKET, ControlUnavailable, ask
 
 PROMPT_S = 15.0  # "promptly": the run's ending included, on a loaded 2-core machine
 WEB_DRIVER = {"TEXTUAL_DRIVER": "textual.drivers.web_driver:WebDriver", "COLUMNS": "120", "ROWS": "40"}

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from textual.geometry import Region
 
 from conftest import run_json
-from gputop.core.profiles import runtime_tool
+from gputop.core.profiling.profiles import runtime_tool
+from gputop.core.profiling.timeline import CallRecords, Interval, build_breakdown, classify_call, fit_clock
 from gputop.core.snapshot import SEGMENT_KINDS
-from gputop.core.timeline import CallRecords, Interval, build_breakdown, classify_call, fit_clock
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
 from gputop.tui.panes.timeline import TimelineScreen, TimelineView
@@ -283,8 +283,8 @@ def test_without_call_marks_the_ends_of_a_call_are_unaccounted(tmp_path: Path) -
 
 def test_call_marks_are_the_benchmark_timers_stretches(tmp_path: Path) -> None:
     """The marks library, loaded into iree-benchmark-module, stamps each timed call on IREE's clock."""
-    from gputop.core.call_marks import marks_environment, marks_library, read_marks
-    from gputop.core.profiles import benchmark_call_ms
+    from gputop.core.profiling.call_marks import marks_environment, marks_library, read_marks
+    from gputop.core.profiling.profiles import benchmark_call_ms
 
     library, why = marks_library()
     assert library is not None, why
@@ -317,8 +317,8 @@ def test_the_calls_window_is_on_this_processs_monotonic_clock(tmp_path: Path) ->
     Checked against this process's own stamps around the tool, and Google Benchmark's own wall times."""
     import time
 
-    from gputop.core.devices import resolve_device
-    from gputop.core.profiles import benchmark_call_ms, profile_with_ireeprof
+    from gputop.core.module.devices import resolve_device
+    from gputop.core.profiling.profiles import benchmark_call_ms, profile_with_ireeprof
 
     vmfb = tmp_path / "m.vmfb"
     compiled = run_json("demo:mlp", "--device", "cpu", "-n", "0")[1]["compile"]["vmfb"]

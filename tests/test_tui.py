@@ -298,7 +298,7 @@ async def test_o_without_a_display_prints_the_command(monkeypatch: pytest.Monkey
 async def test_a_parameter_load_shows_its_progress_in_the_header_and_run_pane(tmp_path: Path) -> None:
     """While a model streams in, the header has a bar of bytes loaded and the Run pane its rate; totals after."""
 
-    from gputop.core.param_archive import evict_from_page_cache, write_model
+    from gputop.core.params.archive import evict_from_page_cache, write_model
     from gputop.tui.panes.header import HeaderBar
 
     archive, source = tmp_path / "model.irpa", tmp_path / "head.mlir"

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_gputop, run_json
-from gputop.core.compile import compile_module
-from gputop.core.demos import DEMOS
-from gputop.core.targets import LOCAL_FLAGS
-from gputop.core.work import DispatchWork, ModuleWork, module_work, sources_dir_for, work_file_for
+from gputop.core.module.compile import compile_module
+from gputop.core.module.demos import DEMOS
+from gputop.core.module.targets import LOCAL_FLAGS
+from gputop.core.profiling.work import DispatchWork, ModuleWork, module_work, sources_dir_for, work_file_for
 
 F32 = 4
 

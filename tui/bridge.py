@@ -23,14 +23,14 @@ from typing import Any, Protocol
 
 from textual.message import Message
 
-from gputop.core.access import exposure_warning
-from gputop.core.captures import CaptureVerifier, capture_info
-from gputop.core.control import ControlUnavailable, ask
-from gputop.core.devices import IREE_BACKENDS, list_devices
-from gputop.core.efficiency import ridge_intensity
 from gputop.core.errors import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
-from gputop.core.metrics import MetricsServer
+from gputop.core.module.devices import IREE_BACKENDS, list_devices
+from gputop.core.profiling.efficiency import ridge_intensity
+from gputop.core.renderdoc.captures import CaptureVerifier, capture_info
 from gputop.core.run import RunConfig, Session
+from gputop.core.serving.access import exposure_warning
+from gputop.core.serving.control_socket import ControlUnavailable, ask
+from gputop.core.serving.metrics import MetricsServer
 from gputop.core.snapshot import (
     BUSY_STATES,
     CallBreakdown,

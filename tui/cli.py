@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gputop.core.demos import demo_targets
 from gputop.core.errors import (
     EXIT_OK,
     EXIT_RUNTIME,
@@ -33,11 +32,12 @@ from gputop.core.errors import (
     Interrupted,
     UsageError,
 )
-from gputop.core.iree_runner import PARAMETER_MODES
+from gputop.core.module.demos import demo_targets
 from gputop.core.run.config import RENDERDOC_MODES, RunConfig, Target, TargetKind, config_default
+from gputop.core.runners.iree_runner import PARAMETER_MODES
 
 if TYPE_CHECKING:
-    from gputop.core.affinity import AffinityAnalysis
+    from gputop.core.multidevice.affinity import AffinityAnalysis
 
 PROGRESS_EVERY_S = 10.0  # headless runs: a line while a long import, compile or load goes on
 PARAMETERS_EVERY_S = 0.5  # headless runs: a line of bytes loaded, GB/s and time left while parameters load
@@ -176,8 +176,8 @@ def _add_run_options(parser: argparse.ArgumentParser, *, tui: bool, counted: boo
 
 
 def _add_metrics_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
-    from gputop.core.access import LOOPBACK, TOKEN_ENV
-    from gputop.core.metrics import DEFAULT_PORT
+    from gputop.core.serving.access import LOOPBACK, TOKEN_ENV
+    from gputop.core.serving.metrics import DEFAULT_PORT
 
     parser.add_argument(
         "--metrics-port",
@@ -352,7 +352,7 @@ def _config_from(args: argparse.Namespace, iterations: int | None, **more: Any) 
 
 
 def command_devices(args: argparse.Namespace) -> int:
-    from gputop.core.devices import list_devices
+    from gputop.core.module.devices import list_devices
     from gputop.core.snapshot import to_json
     from gputop.tui.report_text import devices_table
 
@@ -375,10 +375,10 @@ def _device_list(text: str) -> tuple[str, ...]:
 
 
 def command_affinity(args: argparse.Namespace) -> int:
-    from gputop.core.affinity import affinity_flags, analyse_module, target_flags_for_spec
+    from gputop.core.module.targets import device_names
+    from gputop.core.multidevice.affinity import affinity_flags, analyse_module, target_flags_for_spec
     from gputop.core.paths import new_session_dir
     from gputop.core.snapshot import to_json
-    from gputop.core.targets import device_names
     from gputop.tui.report_text import affinity_table
 
     devices = _device_list(args.devices)
@@ -422,9 +422,9 @@ def _observe_affinity(
     devices: tuple[str, ...], out_dir: Path,
 ) -> tuple[AffinityAnalysis, dict[str, Any]]:  # fmt: skip
     """The runtime cross-check of `gputop affinity`: one profiled call per function, where the devices are here."""
-    from gputop.core.devices import resolve_device
     from gputop.core.errors import DeviceUnavailableError
-    from gputop.core.transfer_check import observe_module
+    from gputop.core.module.devices import resolve_device
+    from gputop.core.multidevice.transfer_check import observe_module
 
     try:
         infos = [resolve_device(spec) for spec in devices]
@@ -447,7 +447,7 @@ def _observe_affinity(
 
 
 def command_capture_info(args: argparse.Namespace) -> int:
-    from gputop.core.captures import capture_info
+    from gputop.core.renderdoc.captures import capture_info
     from gputop.core.snapshot import to_json
     from gputop.tui.report_text import capture_text
 
@@ -477,9 +477,9 @@ def command_capture_info(args: argparse.Namespace) -> int:
 
 
 def command_serve(args: argparse.Namespace) -> int:
-    from gputop.core.access import exposure_warning, load_token
-    from gputop.core.metrics import MetricsServer
     from gputop.core.run import Session
+    from gputop.core.serving.access import exposure_warning, load_token
+    from gputop.core.serving.metrics import MetricsServer
     from gputop.core.versions import versions
 
     if args.profile_every < 0:
@@ -581,8 +581,8 @@ def _ending(session: Any, stop_code: int) -> int:
 
 
 def command_web(args: argparse.Namespace) -> int:
-    from gputop.core.access import exposure_warning, load_token, url_host
     from gputop.core.paths import new_session_dir
+    from gputop.core.serving.access import exposure_warning, load_token, url_host
     from gputop.core.store.reader import read_manifest, resolve_session
     from gputop.tui.web import RunServer, serve_run
 
@@ -710,7 +710,7 @@ def command_attach(args: argparse.Namespace) -> int:
 
 
 def command_profile_info(args: argparse.Namespace) -> int:
-    from gputop.core.profiles import read_profile
+    from gputop.core.profiling.profiles import read_profile
     from gputop.core.snapshot import to_json
 
     summary = read_profile(args.file)
@@ -763,7 +763,7 @@ def _write_json(report: dict[str, Any], where: str | None) -> None:
 def command_tui(argv: list[str]) -> int:
     args = build_tui_parser().parse_args(argv)
     config = _config_from(args, None)
-    from gputop.core.access import load_token
+    from gputop.core.serving.access import load_token
     from gputop.tui.app import run_app
 
     metrics = None

@@ -34,7 +34,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
-from gputop.core.access import bearer_matches, url_host
+from gputop.core.serving.access import bearer_matches, url_host
 from gputop.core.store.follow import SessionFollower
 from gputop.tui.ending import PARENT_ENV, SignalEnding
 

@@ -16,7 +16,7 @@ say "date: $(date -u +%FT%TZ)  $(nvidia-smi --query-gpu=name,pcie.link.gen.max,p
 timeout 150 python3 - "$ARCHIVE" >> "$R/summary.txt" 2>&1 << 'PY'
 import sys, time
 from pathlib import Path
-from gputop.core.param_archive import model_layout, write_irpa
+from gputop.core.params.archive import model_layout, write_irpa
 started = time.perf_counter()
 write_irpa(Path(sys.argv[1]), model_layout(256, 16 * 2**30), writers=16)
 print(f"archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s")

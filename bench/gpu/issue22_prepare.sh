@@ -12,9 +12,9 @@ mkdir -p "$DIR/debs"
 import sys
 from pathlib import Path
 
-from gputop.core.compile import compile_module
-from gputop.core.demos import DEMOS
-from gputop.core.targets import VULKAN_NVIDIA_FLAGS
+from gputop.core.module.compile import compile_module
+from gputop.core.module.demos import DEMOS
+from gputop.core.module.targets import VULKAN_NVIDIA_FLAGS
 
 demo = DEMOS["mlp"]
 compiled = compile_module(Path("mlp.mlir"), VULKAN_NVIDIA_FLAGS, source_bytes=demo.source())

@@ -59,7 +59,7 @@ from gputop.core import nvml
 from gputop.core.snapshot import to_json
 out = {"host_available_bytes": psutil.virtual_memory().available}
 try:
-    from gputop.core.vulkan_limits import vulkan_limits
+    from gputop.core.module.vulkan_limits import vulkan_limits
     out["vulkan"] = [to_json(l) for l in vulkan_limits()]
 except Exception as exc:
     out["vulkan"] = f"unavailable: {exc}"
@@ -76,7 +76,7 @@ for shape in $COLD $BIG $SINGLE; do
   timeout 120 "$PY" - "$shape" "$(archive "$shape")" "$sync_it" >> "$RES/build.txt" 2>&1 << 'EOF'
 import os, sys, time
 from pathlib import Path
-from gputop.core.param_archive import model_layout, write_irpa
+from gputop.core.params.archive import model_layout, write_irpa
 shape, path, sync = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "sync"
 tensors, gib = int(shape.split("x")[0]), float(shape.split("x")[1])
 started = time.perf_counter()

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from gputop.core.captures import CaptureVerifier
-from gputop.core.devices import vulkan_driver_created
 from gputop.core.errors import DeviceUnavailableError, GputopError
-from gputop.core.renderdoc import RenderDoc, load_renderdoc, probe_vulkan
+from gputop.core.module.devices import vulkan_driver_created
+from gputop.core.renderdoc.captures import CaptureVerifier
+from gputop.core.renderdoc.in_app import RenderDoc, load_renderdoc, probe_vulkan
 from gputop.core.run.flow import RunContext
 
 __all__ = ["RenderDocHook"]

@@ -16,10 +16,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from gputop.core import demos
 from gputop.core.errors import UsageError
-from gputop.core.inputs import DEFAULT_SEED
-from gputop.core.iree_runner import PARAMETER_MODES
+from gputop.core.module import demos
+from gputop.core.module.inputs import DEFAULT_SEED
+from gputop.core.runners.iree_runner import PARAMETER_MODES
 
 __all__ = ["RENDERDOC_MODES", "RunConfig", "Target", "TargetKind", "config_default"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import threading
 
-from gputop.core.cupti import cupti_unavailable_reason
-from gputop.core.profiles import PROFILING_MODES
+from gputop.core.profiling.cupti import cupti_unavailable_reason
+from gputop.core.profiling.profiles import PROFILING_MODES
 from gputop.core.snapshot import RunSnapshot
 
 __all__ = ["Controls", "FlowKind", "why_no_capture", "why_no_profile"]

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from gputop.core.memory import MemorySampler
 from gputop.core.run.config import RunConfig
 from gputop.core.run.controls import Controls, FlowKind
 from gputop.core.run.state import RunState
+from gputop.core.runners.memory import MemorySampler
 
 __all__ = ["Flow", "RunContext", "Uncapturable", "end_sampling", "timed_teardown"]
 

@@ -14,21 +14,21 @@ from pathlib import Path
 
 import numpy as np
 
-from gputop.core import demos
-from gputop.core.check import compare_outputs, load_reference
 from gputop.core.errors import Interrupted, UsageError
-from gputop.core.inputs import make_inputs, tool_input_args
-from gputop.core.iree_runner import IreeModuleRun, parameter_mode_for
-from gputop.core.memory import MemorySampler
-from gputop.core.onnx_import import graph_signature, imported_interface, interface_changed, random_ops_in
-from gputop.core.placement import check_placement, device_room, human_bytes
+from gputop.core.module import demos
+from gputop.core.module.check import compare_outputs, load_reference
+from gputop.core.module.inputs import make_inputs, tool_input_args
+from gputop.core.module.signature import FunctionSignature
+from gputop.core.onnx.onnx_import import graph_signature, imported_interface, interface_changed, random_ops_in
+from gputop.core.params.placement import check_placement, device_room, human_bytes
 from gputop.core.run.capture import RenderDocHook, timed
 from gputop.core.run.config import TargetKind
 from gputop.core.run.flow import RunContext, end_sampling, timed_teardown
 from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.profiling import ProfilePasses
 from gputop.core.run.transfers import observe_exports
-from gputop.core.signature import FunctionSignature
+from gputop.core.runners.iree_runner import IreeModuleRun, parameter_mode_for
+from gputop.core.runners.memory import MemorySampler
 from gputop.core.snapshot import OutputCheck
 
 __all__ = ["IreeFlow", "check_outputs", "save_inputs"]

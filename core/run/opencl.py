@@ -14,16 +14,16 @@ import time
 from collections import deque
 from dataclasses import replace
 
-from gputop.core.check import compare_outputs
-from gputop.core.devices import resolve_opencl_device
-from gputop.core.memory import MemorySampler
-from gputop.core.opencl_runner import OpenCLCall, OpenCLRun
-from gputop.core.opencl_spec import expected_output, load_spec
-from gputop.core.profiles import summarize_events
+from gputop.core.module.check import compare_outputs
+from gputop.core.module.devices import resolve_opencl_device
+from gputop.core.profiling.profiles import summarize_events
+from gputop.core.profiling.timeline import build_breakdown
 from gputop.core.run.config import TargetKind
 from gputop.core.run.flow import RunContext, Uncapturable, end_sampling, timed_teardown
 from gputop.core.run.state import PUBLISH_INTERVAL_S
-from gputop.core.timeline import build_breakdown
+from gputop.core.runners.memory import MemorySampler
+from gputop.core.runners.opencl_runner import OpenCLCall, OpenCLRun
+from gputop.core.runners.opencl_spec import expected_output, load_spec
 
 __all__ = ["OpenCLFlow"]
 

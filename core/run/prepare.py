@@ -12,18 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gputop.core import demos
-from gputop.core.affinity import AffinityAnalysis, affinity_flags, analyse_module
-from gputop.core.compile import compile_module
-from gputop.core.devices import resolve_device
 from gputop.core.errors import CompileError, DeviceUnavailableError, GputopError
-from gputop.core.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
-from gputop.core.onnx_import import OPSET, explain_compile_failure, import_onnx
-from gputop.core.onnx_model import F64_FLAG
+from gputop.core.module import demos
+from gputop.core.module.compile import compile_module
+from gputop.core.module.devices import resolve_device
+from gputop.core.module.targets import device_names
+from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, analyse_module
+from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
+from gputop.core.onnx.onnx_import import OPSET, explain_compile_failure, import_onnx
+from gputop.core.onnx.onnx_model import F64_FLAG
 from gputop.core.run.config import TargetKind
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import DeviceInfo
-from gputop.core.targets import device_names
 
 __all__ = ["PreparedModule", "prepare_module"]
 

@@ -20,15 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gputop.core.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
-from gputop.core.cupti import record_calls
-from gputop.core.efficiency import KernelEfficiency
 from gputop.core.errors import GputopError, Interrupted
-from gputop.core.profiles import DispatchEvent, profile_with_ireeprof, summarize_events, write_trace
+from gputop.core.profiling.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
+from gputop.core.profiling.cupti import record_calls
+from gputop.core.profiling.efficiency import KernelEfficiency
+from gputop.core.profiling.profiles import DispatchEvent, profile_with_ireeprof, summarize_events, write_trace
+from gputop.core.profiling.timeline import breakdown_line, build_breakdown
+from gputop.core.profiling.work import module_work
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary
-from gputop.core.timeline import breakdown_line, build_breakdown
-from gputop.core.work import module_work
 
 __all__ = ["KEEP_PASSES", "ProfilePasses", "restarts_table"]
 

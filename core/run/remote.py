@@ -2,7 +2,7 @@
 
 `gputop attach` and the browser viewers of `gputop web` watch a run that
 another process drives; their keys arrive here as one-line requests on the
-session folder's `control.sock` (see `core/control.py`). A viewer may pause
+session folder's `control.sock` (see `core/serving/control_socket.py`). A viewer may pause
 or resume the run, ask for a profile pass or a capture, keep the record
 dense while it watches, and fetch or export the report as it stands. It may
 not stop the run, reload it or move it to another device: those belong to

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gputop.core.control import ControlServer
 from gputop.core.errors import EXIT_CHECK, GputopError, Interrupted, RuntimeFailure
 from gputop.core.paths import new_session_dir
 from gputop.core.run.capture import RenderDocHook
@@ -35,6 +34,7 @@ from gputop.core.run.prepare import prepare_module
 from gputop.core.run.remote import answer
 from gputop.core.run.state import RunOutcome, RunState, Subscriber
 from gputop.core.run.tool import ToolFlow
+from gputop.core.serving.control_socket import ControlServer
 from gputop.core.snapshot import RunSnapshot, to_json
 from gputop.core.store.report import build_report
 from gputop.core.store.writer import SessionWriter

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gputop.core.compile import CompiledModule
 from gputop.core.errors import GputopError
+from gputop.core.module.compile import CompiledModule
+from gputop.core.module.tensors import summarize
 from gputop.core.snapshot import (
     CaptureInfo,
     CompileRecord,
@@ -40,7 +41,6 @@ from gputop.core.snapshot import (
 )
 from gputop.core.stats import CallTimer
 from gputop.core.store.writer import SessionWriter
-from gputop.core.tensors import summarize
 
 __all__ = ["PUBLISH_INTERVAL_S", "RunOutcome", "RunState", "Subscriber"]
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 
 from gputop.core.errors import UsageError
-from gputop.core.inputs import make_inputs
-from gputop.core.memory import MemorySampler
+from gputop.core.module.inputs import make_inputs
+from gputop.core.module.signature import signature_of
 from gputop.core.run.flow import RunContext, Uncapturable, end_sampling, timed_teardown
 from gputop.core.run.iree import check_outputs, save_inputs
 from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.transfers import observe_exports
-from gputop.core.signature import signature_of
-from gputop.core.tool_runner import BATCH, ToolModuleRun
+from gputop.core.runners.memory import MemorySampler
+from gputop.core.runners.tool_runner import BATCH, ToolModuleRun
 
 __all__ = ["ToolFlow"]
 

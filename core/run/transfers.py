@@ -1,9 +1,9 @@
 """A multi-device run's runtime cross-check: the bytes one profiled call really moved between devices.
 
-The compiler's analysis (`core/affinity.py`) says which copies move each value
+The compiler's analysis (`core/multidevice/affinity.py`) says which copies move each value
 between devices. Right after the first call, when the run's inputs exist, this
 makes one more call of the run's function through IREE's shipped benchmark
-tool with HAL profiling on (`core/transfer_check.py`) and puts the bytes the
+tool with HAL profiling on (`core/multidevice/transfer_check.py`) and puts the bytes the
 devices really copied beside the static figures in the run's exports, so the
 report and the Exports pane show both. A failed cross-check is a warning; the
 run goes on with the static figures alone.
@@ -12,12 +12,12 @@ run goes on with the static figures alone.
 from __future__ import annotations
 
 from gputop.core.errors import GputopError, Interrupted
-from gputop.core.inputs import tool_input_args
+from gputop.core.module.inputs import tool_input_args
+from gputop.core.module.signature import FunctionSignature
+from gputop.core.module.targets import device_names
+from gputop.core.multidevice.transfer_check import observe_transfers, unexplained_notes, why_not_observable
 from gputop.core.run.flow import RunContext
 from gputop.core.run.prepare import PreparedModule
-from gputop.core.signature import FunctionSignature
-from gputop.core.targets import device_names
-from gputop.core.transfer_check import observe_transfers, unexplained_notes, why_not_observable
 
 __all__ = ["observe_exports"]
 

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputop.core.compile import read_source
 from gputop.core.errors import CompileError, UsageError
-from gputop.core.onnx_convert import ERROR_PREFIX
-from gputop.core.onnx_model import (
+from gputop.core.module.compile import read_source
+from gputop.core.module.signature import FunctionSignature, TensorType
+from gputop.core.module.targets import known_bad_target
+from gputop.core.onnx.onnx_convert import ERROR_PREFIX
+from gputop.core.onnx.onnx_model import (
     explain_failure,
     failing_node,
     interface,
@@ -40,8 +42,6 @@ from gputop.core.onnx_model import (
 )
 from gputop.core.paths import cache_dir
 from gputop.core.processes import last_line, run_logged
-from gputop.core.signature import FunctionSignature, TensorType
-from gputop.core.targets import known_bad_target
 
 OPSET = 17
 CONVERT_VERSION = 3  # part of the cache key: MLIR from an older converter lacks node locations
@@ -132,7 +132,7 @@ def import_onnx(path: Path, out_dir: Path | None = None, cancel: threading.Event
         return ImportedModel(target, archive, 0.0, True, f64)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial.mlir")
-    command = [sys.executable, "-m", "gputop.core.onnx_convert", str(path), str(partial), "--opset", str(OPSET)]
+    command = [sys.executable, "-m", "gputop.core.onnx.onnx_convert", str(path), str(partial), "--opset", str(OPSET)]
     command += ["--interface", str(shape_file.with_suffix(".partial.json"))]
     if archive is not None:
         command += [

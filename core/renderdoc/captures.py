@@ -442,7 +442,7 @@ class CaptureVerifier:
 
     def __init__(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "gputop.core.captures", "--verifier"],
+            [sys.executable, "-m", "gputop.core.renderdoc.captures", "--verifier"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -135,7 +135,7 @@ def probe_vulkan(device_index: int, timeout: float = 120.0) -> tuple[bool, str]:
     The reason ends in "does not exist" when there is no device N at all.
     """
     proc = subprocess.run(
-        [sys.executable, "-m", "gputop.core.renderdoc", "--probe", str(device_index)],
+        [sys.executable, "-m", "gputop.core.renderdoc.in_app", "--probe", str(device_index)],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -1,8 +1,8 @@
 """Bytes that really moved between devices in one profiled call: the runtime cross-check of the affinity analysis.
 
 The stream IR says which copy commands move a value from one device to another
-(`core/affinity.py`); a profiled call says which copies the devices really ran
-(`core/queue_events.py`: queue copies with their payload bytes, and the copies
+(`core/multidevice/affinity.py`); a profiled call says which copies the devices really ran
+(`core/profiling/queue_events.py`: queue copies with their payload bytes, and the copies
 recorded into each executed command buffer, with their binding slots). This
 runs one call of the module with IREE's shipped `iree-benchmark-module` and
 HAL profiling on, matches every copy the compiler planned with a copy that ran
@@ -23,16 +23,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gputop.core.affinity import AffinityAnalysis, FunctionAffinity
-from gputop.core.compile import compile_module
 from gputop.core.errors import GputopError, Interrupted, ProfileError
-from gputop.core.inputs import make_inputs, tool_input_args
+from gputop.core.module.compile import compile_module
+from gputop.core.module.inputs import make_inputs, tool_input_args
+from gputop.core.module.signature import signature_of
+from gputop.core.module.targets import device_names
+from gputop.core.multidevice.affinity import AffinityAnalysis, FunctionAffinity
 from gputop.core.processes import last_line, run_logged
-from gputop.core.profiles import PROFILING_MODES, profiled_calls_command, runtime_tool
-from gputop.core.queue_events import Copy, load_queue_log
-from gputop.core.signature import signature_of
+from gputop.core.profiling.profiles import PROFILING_MODES, profiled_calls_command, runtime_tool
+from gputop.core.profiling.queue_events import Copy, load_queue_log
 from gputop.core.snapshot import DeviceInfo
-from gputop.core.targets import device_names
 
 __all__ = [
     "Observation",

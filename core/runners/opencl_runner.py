@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.devices import first_line
 from gputop.core.errors import CompileError, DeviceUnavailableError, RuntimeFailure, UsageError
-from gputop.core.opencl_spec import RunSpec, ScalarArg
-from gputop.core.profiles import DispatchEvent
+from gputop.core.module.devices import first_line
+from gputop.core.profiling.profiles import DispatchEvent
+from gputop.core.profiling.timeline import CallRecords, Interval
+from gputop.core.runners.opencl_spec import RunSpec, ScalarArg
 from gputop.core.snapshot import DeviceInfo, PoolStats, StageTimings
-from gputop.core.timeline import CallRecords, Interval
 
 # Clang (PoCL) prints "error: FILE:L:C: msg"; NVIDIA and others "FILE:L:C: error: msg".
 _BUILD_ERROR = re.compile(

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.devices import first_line
 from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
-from gputop.core.param_archive import PARAMETER_SUFFIXES, ParameterEntry, archive_kind, read_archive
-from gputop.core.param_stream import ParameterStream, StreamOptions
-from gputop.core.signature import FunctionSignature, signature_of
+from gputop.core.module.devices import first_line
+from gputop.core.module.signature import FunctionSignature, signature_of
+from gputop.core.params.archive import PARAMETER_SUFFIXES, ParameterEntry, archive_kind, read_archive
+from gputop.core.params.stream import ParameterStream, StreamOptions
 from gputop.core.snapshot import DeviceInfo, PoolStats
 
 __all__ = [

@@ -14,7 +14,7 @@ resource reused for another value, is told apart by its byte range. Each
 write keeps the writes its bytes came from (a copy's source, the old content
 an in-place update keeps), so a value can be followed from device to device.
 
-`core/affinity.py` turns this into the records the user sees; the planned
+`core/multidevice/affinity.py` turns this into the records the user sees; the planned
 copies are what the runtime cross-check looks for in a profile.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gputop.core.mlir_ops import op_of, walk
+from gputop.core.module.mlir_ops import op_of, walk
 
 END = 1 << 62  # the end of a byte range whose length the IR does not give as a constant
 READ, WRITE = 1, 2  # IREE's stream ResourceAccessBitfield (`ro` = 1, `wo` = 2, `rw` = 3)

@@ -21,7 +21,7 @@ import psutil
 
 from gputop.core import nvml
 from gputop.core.errors import RuntimeFailure
-from gputop.core.param_archive import ParameterEntry
+from gputop.core.params.archive import ParameterEntry
 from gputop.core.snapshot import DeviceInfo
 
 __all__ = ["DeviceRoom", "ParameterPlacementError", "check_placement", "device_room", "human_bytes"]
@@ -59,7 +59,7 @@ def device_room(device: DeviceInfo, mode: str) -> DeviceRoom:
     max_allocation = max_source = max_binding = None
     limits = None
     if device.backend == "vulkan":  # one Vulkan query (an instance made and destroyed): limits and budget
-        from gputop.core.vulkan_limits import limits_for_uuid
+        from gputop.core.module.vulkan_limits import limits_for_uuid
 
         limits = limits_for_uuid(device.uuid)
         if limits is not None:

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.param_archive import ParameterEntry
-from gputop.core.placement import human_bytes
+from gputop.core.params.archive import ParameterEntry
+from gputop.core.params.placement import human_bytes
 
 __all__ = ["ParameterStream", "StreamOptions", "StreamRequest"]
 
@@ -286,7 +286,7 @@ class ParameterStream:
                 allocation_size=request.length,
             )
         except Exception as exc:
-            from gputop.core.devices import first_line
+            from gputop.core.module.devices import first_line
 
             raise RuntimeError(
                 f"RESOURCE_EXHAUSTED; cannot allocate parameter '{request.key}' ({human_bytes(request.length)}) "

@@ -4,7 +4,7 @@ In a multi-device pipeline a result can be produced on one device and
 exported on another (a transfer nobody asked for), or never declared and
 left wherever IREE put it. This compiles the module to the end of IREE's
 stream phase and reads it with the compiler's own MLIR Python bindings
-(`core/stream_dataflow.py`, no regular expressions over IR text). The
+(`core/multidevice/stream_dataflow.py`, no regular expressions over IR text). The
 producer of a value is the device whose command WRITES it; a device that
 only reads it (an `ro` binding, the source of a copy, `invalidate`/`flush`)
 consumes it and never becomes its producer. A transfer is reported only where
@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputop.core.compile import find_compiler, read_source
-from gputop.core.diagnostics import parse_diagnostics
 from gputop.core.errors import CompileError, UsageError
-from gputop.core.mlir_ops import walk
+from gputop.core.module.compile import find_compiler, read_source
+from gputop.core.module.diagnostics import parse_diagnostics
+from gputop.core.module.mlir_ops import walk
+from gputop.core.module.targets import device_names
+from gputop.core.multidevice.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows
 from gputop.core.snapshot import ExportAffinity, Transfer
-from gputop.core.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows
-from gputop.core.targets import device_names
 
 Declared = dict[str, tuple[list[str | None], list[str | None]]]
 
@@ -330,9 +330,9 @@ def target_flags_for_spec(spec: str) -> tuple[str, ...]:
     works on a machine without CUDA: a missing device gets its backend's
     default target.
     """
-    from gputop.core.devices import IREE_BACKENDS, resolve_device
     from gputop.core.errors import DeviceUnavailableError
-    from gputop.core.targets import compile_target_for
+    from gputop.core.module.devices import IREE_BACKENDS, resolve_device
+    from gputop.core.module.targets import compile_target_for
 
     try:
         flags = resolve_device(spec).compile_target

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputop.core.peaks import at_clock, compute_peak_tflops, peaks_for
+from gputop.core.profiling.peaks import at_clock, compute_peak_tflops, peaks_for
+from gputop.core.profiling.work import DispatchWork, ModuleWork
 from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary
-from gputop.core.work import DispatchWork, ModuleWork
 
 __all__ = ["KernelEfficiency", "rate_kernel", "ridge_intensity"]
 

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gputop.core.mlir_ops import children, op_of, walk
+from gputop.core.module.mlir_ops import children, op_of, walk
 
 __all__ = [
     "DispatchWork",

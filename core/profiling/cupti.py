@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gputop.core.errors import ProfileError
-from gputop.core.profiles import DispatchEvent
-from gputop.core.timeline import CallRecords, Interval
+from gputop.core.profiling.profiles import DispatchEvent
+from gputop.core.profiling.timeline import CallRecords, Interval
 
 _lock = threading.Lock()
 _registered = False

@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.call_marks import call_windows, marks_environment, marks_library, read_marks
 from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
 from gputop.core.processes import last_line, run_logged
-from gputop.core.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
+from gputop.core.profiling.call_marks import call_windows, marks_environment, marks_library, read_marks
+from gputop.core.profiling.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
+from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
 from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
-from gputop.core.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
 
 PROFILING_MODES = {
     "vulkan": "dispatch-events,queue-events,device-queue-events,memory-events",

@@ -29,8 +29,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from gputop.core.access import LOOPBACK, bearer_matches, url_host
 from gputop.core.errors import UsageError
+from gputop.core.serving.access import LOOPBACK, bearer_matches, url_host
 from gputop.core.snapshot import CALL_BUCKETS_MS, RunSnapshot
 
 DEFAULT_PORT = 9470

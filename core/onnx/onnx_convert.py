@@ -1,6 +1,6 @@
 """The ONNX import's child process: prepare the model, convert it to MLIR that keeps node names.
 
-Run as `python -m gputop.core.onnx_convert MODEL OUT.mlir [options]` by `onnx_import`.
+Run as `python -m gputop.core.onnx.onnx_convert MODEL OUT.mlir [options]` by `onnx_import`.
 It does what `iree-import-onnx` does (opset upgrade, shape inference, IREE's
 importer, optional weight externalization) with three differences users feel:
 unnamed nodes get names and the MLIR keeps each node's name as its location,
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gputop.core.onnx_model import OnnxNode, interface, name_nodes, nodes, opset_of, repair_initializers
+from gputop.core.onnx.onnx_model import OnnxNode, interface, name_nodes, nodes, opset_of, repair_initializers
 
 ERROR_PREFIX = "gputop-onnx: "
 
@@ -108,7 +108,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gputop.core.onnx_convert")
+    parser = argparse.ArgumentParser(prog="python -m gputop.core.onnx.onnx_convert")
     parser.add_argument("model", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--opset", type=int, required=True)

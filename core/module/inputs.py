@@ -17,7 +17,7 @@ import psutil
 
 from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
-from gputop.core.signature import DTYPES, FunctionSignature, TensorType, parse_tensor_type
+from gputop.core.module.signature import DTYPES, FunctionSignature, TensorType, parse_tensor_type
 
 DEFAULT_SEED = 0
 
@@ -39,7 +39,7 @@ def random_input(kind: TensorType, rng: np.random.Generator) -> np.ndarray:
 
 def load_array_file(path: Path) -> np.ndarray:
     """A `.npy` or ONNX `.pb` tensor file as an array, with one-line errors."""
-    from gputop.core.check import load_tensor_file
+    from gputop.core.module.check import load_tensor_file
 
     if path.suffix not in (".npy", ".pb") and path.exists():
         raise UsageError(f"input file {path}: use a .npy or .pb file, or TYPE=@file.bin for raw bytes")

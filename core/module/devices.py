@@ -18,8 +18,8 @@ import psutil
 
 from gputop.core import nvml
 from gputop.core.errors import DeviceUnavailableError, UsageError
+from gputop.core.module.targets import compile_target_for
 from gputop.core.snapshot import DeviceInfo
-from gputop.core.targets import compile_target_for
 
 IREE_BACKENDS = ("local-task", "local-sync", "vulkan", "cuda", "hip")
 GPU_BACKENDS = ("cuda", "vulkan", "hip")

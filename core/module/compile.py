@@ -24,13 +24,13 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gputop.core.diagnostics import looks_like_crash, parse_diagnostics
 from gputop.core.errors import CompileError, UsageError
 from gputop.core.files import require_file
+from gputop.core.module.diagnostics import looks_like_crash, parse_diagnostics
+from gputop.core.module.targets import KnownBadTarget, known_bad_target
 from gputop.core.paths import cache_dir
 from gputop.core.processes import run_logged
 from gputop.core.snapshot import Diagnostic
-from gputop.core.targets import KnownBadTarget, known_bad_target
 
 MAX_SOURCE_BYTES = 2 * 1024**3
 
