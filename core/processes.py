@@ -8,12 +8,23 @@ child while watching a cancel event and an optional time limit.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 import time
 from pathlib import Path
 
 from gputop.core.errors import Interrupted, RuntimeFailure
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of an error text, without IREE's file:line prefix."""
+    for line in str(text).splitlines():
+        line = line.strip()
+        if line:
+            # "...: c/runtime/src/iree/hal/...c:123: UNAVAILABLE; ..." -> "...: UNAVAILABLE; ..."
+            return re.sub(r"\S+\.(?:c|cc|h):\d+:\s*", "", line)
+    return "unknown error"
 
 
 def last_line(text: str) -> str:

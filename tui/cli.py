@@ -375,8 +375,9 @@ def _device_list(text: str) -> tuple[str, ...]:
 
 
 def command_affinity(args: argparse.Namespace) -> int:
+    from gputop.core.module.devices import target_flags_for_spec
     from gputop.core.module.targets import device_names
-    from gputop.core.multidevice.affinity import affinity_flags, analyse_module, target_flags_for_spec
+    from gputop.core.multidevice.affinity import affinity_flags, analyse_module
     from gputop.core.paths import new_session_dir
     from gputop.core.snapshot import to_json
     from gputop.tui.report_text import affinity_table

@@ -19,6 +19,7 @@ import psutil
 from gputop.core import nvml
 from gputop.core.errors import DeviceUnavailableError, UsageError
 from gputop.core.module.targets import compile_target_for
+from gputop.core.processes import first_line
 from gputop.core.snapshot import DeviceInfo
 
 IREE_BACKENDS = ("local-task", "local-sync", "vulkan", "cuda", "hip")
@@ -57,16 +58,6 @@ def host_cpu_name() -> str:
     except OSError:
         pass
     return f"{model} ({psutil.cpu_count()} threads)"
-
-
-def first_line(text: str) -> str:
-    """The first non-empty line of an error text, without IREE's file:line prefix."""
-    for line in str(text).splitlines():
-        line = line.strip()
-        if line:
-            # "...: c/runtime/src/iree/hal/...c:123: UNAVAILABLE; ..." -> "...: UNAVAILABLE; ..."
-            return re.sub(r"\S+\.(?:c|cc|h):\d+:\s*", "", line)
-    return "unknown error"
 
 
 def _iree_driver_names() -> set[str]:
@@ -327,3 +318,22 @@ def _missing(backend: str, reason: str) -> DeviceInfo:
         reason=reason,
         kind="gpu" if backend in (*GPU_BACKENDS, "opencl", "nvml") else "cpu",
     )
+
+
+def target_flags_for_spec(spec: str) -> tuple[str, ...]:
+    """Compile flags for a device spec, also for devices this machine does not have.
+
+    Affinity analysis only compiles, so `gputop affinity --devices cuda:0,cuda:1`
+    works on a machine without CUDA: a missing device gets its backend's
+    default target.
+    """
+    try:
+        flags = resolve_device(spec).compile_target
+        if flags:
+            return flags
+    except DeviceUnavailableError:
+        pass
+    backend = {"cpu": "local-task", "local": "local-task"}.get(spec.split(":")[0], spec.split(":")[0])
+    if backend not in IREE_BACKENDS:
+        raise UsageError(f"no device {spec!r}: backends are {', '.join(IREE_BACKENDS)}")
+    return compile_target_for(backend)

@@ -321,26 +321,3 @@ def analyse_module(
                         )
     stream_ir = compile_to_stream(source_path, flags, out_dir, source_bytes=source_bytes)
     return analyse_stream_ir(stream_ir, declared)
-
-
-def target_flags_for_spec(spec: str) -> tuple[str, ...]:
-    """Compile flags for a device spec, also for devices this machine does not have.
-
-    Affinity analysis only compiles, so `gputop affinity --devices cuda:0,cuda:1`
-    works on a machine without CUDA: a missing device gets its backend's
-    default target.
-    """
-    from gputop.core.errors import DeviceUnavailableError
-    from gputop.core.module.devices import IREE_BACKENDS, resolve_device
-    from gputop.core.module.targets import compile_target_for
-
-    try:
-        flags = resolve_device(spec).compile_target
-        if flags:
-            return flags
-    except DeviceUnavailableError:
-        pass
-    backend = {"cpu": "local-task", "local": "local-task"}.get(spec.split(":")[0], spec.split(":")[0])
-    if backend not in IREE_BACKENDS:
-        raise UsageError(f"no device {spec!r}: backends are {', '.join(IREE_BACKENDS)}")
-    return compile_target_for(backend)

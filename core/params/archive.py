@@ -25,7 +25,7 @@ import numpy as np
 
 from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
-from gputop.core.module.devices import first_line
+from gputop.core.processes import first_line
 
 __all__ = [
     "PARAMETER_SUFFIXES",

@@ -286,7 +286,7 @@ class ParameterStream:
                 allocation_size=request.length,
             )
         except Exception as exc:
-            from gputop.core.module.devices import first_line
+            from gputop.core.processes import first_line
 
             raise RuntimeError(
                 f"RESOURCE_EXHAUSTED; cannot allocate parameter '{request.key}' ({human_bytes(request.length)}) "

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gputop.core.run.config import RunConfig
-from gputop.core.run.controls import Controls, FlowKind
+from gputop.core.run.requests import Controls, FlowKind
 from gputop.core.run.state import RunState
 from gputop.core.runners.memory import MemorySampler
 

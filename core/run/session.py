@@ -26,14 +26,14 @@ from gputop.core.errors import EXIT_CHECK, GputopError, Interrupted, RuntimeFail
 from gputop.core.paths import new_session_dir
 from gputop.core.run.capture import RenderDocHook
 from gputop.core.run.config import RunConfig
-from gputop.core.run.controls import Controls, why_no_capture, why_no_profile
 from gputop.core.run.flow import Flow, RunContext
 from gputop.core.run.iree import IreeFlow
 from gputop.core.run.opencl import OpenCLFlow
 from gputop.core.run.prepare import prepare_module
-from gputop.core.run.remote import answer
+from gputop.core.run.requests import Controls, why_no_capture, why_no_profile
 from gputop.core.run.state import RunOutcome, RunState, Subscriber
 from gputop.core.run.tool import ToolFlow
+from gputop.core.run.viewer_ops import answer
 from gputop.core.serving.control_socket import ControlServer
 from gputop.core.snapshot import RunSnapshot, to_json
 from gputop.core.store.report import build_report

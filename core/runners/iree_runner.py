@@ -20,10 +20,10 @@ import numpy as np
 
 from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
-from gputop.core.module.devices import first_line
 from gputop.core.module.signature import FunctionSignature, signature_of
 from gputop.core.params.archive import PARAMETER_SUFFIXES, ParameterEntry, archive_kind, read_archive
 from gputop.core.params.stream import ParameterStream, StreamOptions
+from gputop.core.processes import first_line
 from gputop.core.snapshot import DeviceInfo, PoolStats
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gputop.core.errors import CompileError, DeviceUnavailableError, RuntimeFailure, UsageError
-from gputop.core.module.devices import first_line
+from gputop.core.processes import first_line
 from gputop.core.profiling.profiles import DispatchEvent
 from gputop.core.profiling.timeline import CallRecords, Interval
 from gputop.core.runners.opencl_spec import RunSpec, ScalarArg

@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gputop.core.errors import RuntimeFailure
-from gputop.core.module.devices import first_line
-from gputop.core.processes import run_logged
+from gputop.core.processes import first_line, run_logged
 from gputop.core.profiling.profiles import benchmark_call_ms, device_uri, runtime_tool
 from gputop.core.snapshot import DeviceInfo, PoolStats
 
