@@ -86,3 +86,11 @@ class Interrupted(GputopError):
     def __init__(self, message: str, *, exit_code: int = EXIT_SIGINT) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class EngineExited(GputopError):
+    """The engine process a viewer started ended before its run could be followed: its own line and exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

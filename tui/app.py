@@ -33,6 +33,7 @@ from gputop.tui.bridge import (
     CallStats,
     CaptureInfo,
     EngineBridge,
+    EngineProcess,
     Phases,
     ReplaySource,
     RunConfig,
@@ -470,6 +471,23 @@ def run_app(config: RunConfig, metrics: tuple[int, str, str | None] | None = Non
     if bridge.session_dir is not None:
         # The screen is gone: say where the run went (gputop report/open take this folder).
         print(f"gputop: session recorded in {bridge.session_dir}", file=sys.stderr, flush=True)
+    return code or 0
+
+
+def run_engine_app(engine_args: list[str], folder: Path) -> int:
+    """Start the engine as its own process (`gputop serve`) and the TUI as its owning viewer; returns the exit code.
+
+    The engine's first words (a port in use, a bad option it alone sees) are
+    one line here, before the screen is taken.
+    """
+    source = EngineProcess(engine_args, folder)
+    app = GputopApp(source, handle_signals=True)
+    try:
+        code = app.run()
+    finally:
+        source.stop(timeout=15)
+    # The screen is gone: say where the run went (gputop report/open take this folder).
+    print(f"gputop: session recorded in {folder}", file=sys.stderr, flush=True)
     return code or 0
 
 

@@ -2,21 +2,21 @@
 
 Panes and the app import engine types and actions from here only (an
 import-linter contract enforces it), so the engine can change inside without
-the UI noticing. The bridge owns the current `Session`, turns its snapshots
-into `SnapshotArrived` messages that coalesce (a slow screen gets the newest
-snapshot, never a backlog), and exposes the blocking actions (stop, restart,
-device listing, report export) that the app runs in thread workers. Besides
-the live engine there are two other sources: `ReplaySource` plays recorded
-snapshots (`gputop open`, tests), `AttachSource` follows a run another
-process drives (`gputop attach`, the viewers of `gputop web`) through its
-session folder and reaches it through the folder's control channel.
+the UI noticing. The app draws snapshots that a source posts as coalescing
+`SnapshotArrived` messages (a slow screen gets the newest snapshot, never a
+backlog) and runs the blocking actions (stop, restart, device listing, report
+export) in thread workers. The sources: `EngineProcess` (the TUI's own engine
+in a child process, driven as its owner) and `AttachSource` (a run another
+process drives: `gputop attach`, `gputop web`'s pages), both in `viewer`;
+`ReplaySource` plays recorded snapshots (`gputop open`, tests);
+`EngineBridge` runs the engine in this very process, for tests and scripts
+that want one interpreter (the command line never does: a screen drawn in the
+engine's interpreter stretches the calls it measures).
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +29,6 @@ from gputop.core.profiling.efficiency import ridge_intensity
 from gputop.core.renderdoc.captures import CaptureVerifier, capture_info
 from gputop.core.run import RunConfig, Session
 from gputop.core.serving.access import exposure_warning
-from gputop.core.serving.control_socket import ControlUnavailable, ask
 from gputop.core.serving.metrics import MetricsServer
 from gputop.core.snapshot import (
     BUSY_STATES,
@@ -48,9 +47,10 @@ from gputop.core.snapshot import (
     RunSnapshot,
     to_json,
 )
-from gputop.core.store.follow import SessionFollower, describe_command
 from gputop.core.store.replay import read_snapshots
 from gputop.core.versions import versions
+from gputop.tui.messages import SnapshotArrived, SourceNote
+from gputop.tui.viewer import AttachSource, EngineProcess
 
 __all__ = [
     "BUSY_STATES",
@@ -65,6 +65,7 @@ __all__ = [
     "DeviceInfo",
     "DeviceMemory",
     "EngineBridge",
+    "EngineProcess",
     "Event",
     "KernelTiming",
     "MemorySample",
@@ -82,32 +83,6 @@ __all__ = [
 ]
 
 RECORDED = "this is a recorded run"
-
-
-class SnapshotArrived(Message):
-    """A new snapshot of the run. Consecutive ones replace each other in the queue.
-
-    `generation` says which run of the source it belongs to: after a reload or
-    a device switch the app draws nothing of an older one, even a snapshot
-    still queued from before.
-    """
-
-    def __init__(self, snapshot: RunSnapshot, generation: int = 0) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-        self.generation = generation
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, SnapshotArrived)
-
-
-class SourceNote(Message):
-    """A line for the Log pane from the source itself (whose run this is, that it ended), not from the run."""
-
-    def __init__(self, level: str, text: str) -> None:
-        super().__init__()
-        self.level = level
-        self.text = text
 
 
 class _Poster(Protocol):
@@ -385,138 +360,3 @@ class ReplaySource:
 
     def current_report(self) -> dict[str, Any]:
         raise RuntimeError(RECORDED)
-
-
-class AttachSource:
-    """A run another gputop process drives, followed through its session folder (read-only but for its keys).
-
-    A thread looks at the folder every `POLL_S` (re-armed after each look, so
-    looks never overlap) and posts the newest sample as a coalescing
-    `SnapshotArrived`. Every `WATCH_EVERY_S` it tells the run that it is
-    watched, so a thinned record (`gputop serve`) stays dense while someone
-    looks. Pause, profile, capture and export go to the run over its control
-    channel and come back with the run's own refusals.
-    """
-
-    live = True
-    generation = 0
-    POLL_S = 0.25
-    WATCH_EVERY_S = 2.0
-    WATCH_LEASE_S = 6.0  # three missed renewals and the record thins again
-    ENDED_EVERY_S = 1.0  # how often the manifest and the run's process are looked at
-
-    def __init__(self, folder: Path) -> None:
-        self._folder = folder
-        self._follower = SessionFollower(folder)
-        self.origin: str | None = self._follower.origin
-        manifest = self._follower.manifest
-        self._owner = f"pid {manifest.get('pid', '?')} ({describe_command(manifest)})"
-        self._target: _Poster | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.ended: str | None = None  # the run's final state once it has ended
-
-    @property
-    def session_dir(self) -> Path | None:
-        return self._folder
-
-    def attach(self, target: _Poster) -> None:
-        self._target = target
-
-    def start(self) -> None:
-        if self._target is None:
-            raise RuntimeError("attach the source to an app first")
-        self._thread = threading.Thread(target=self._follow, args=(self._target,), name="gputop-attach", daemon=True)
-        self._thread.start()
-
-    def _follow(self, target: _Poster) -> None:
-        target.post_message(SourceNote("info", f"following {self._folder}: {self.origin}"))
-        last_watch = last_ended = float("-inf")
-        while not self._stop.is_set():
-            now = time.monotonic()
-            if now - last_watch >= self.WATCH_EVERY_S:
-                last_watch = now
-                with contextlib.suppress(ControlUnavailable):  # the run may have just ended: the manifest will say
-                    ask(self._folder, "watch", seconds=self.WATCH_LEASE_S)
-            snapshot = self._follower.newest()
-            if snapshot is not None:
-                target.post_message(SnapshotArrived(snapshot))
-            if now - last_ended >= self.ENDED_EVERY_S:
-                last_ended = now
-                ended = self._follower.ended()
-                if ended is not None:
-                    last = self._follower.newest()  # what it wrote while ending
-                    if last is not None:
-                        target.post_message(SnapshotArrived(last))
-                    self.ended = ended
-                    code = self._follower.manifest.get("exit_code")
-                    exit_note = f", exit code {code}" if code is not None else ""
-                    target.post_message(SourceNote("warning", f"the run has ended: {ended}{exit_note}"))
-                    return
-            self._stop.wait(self.POLL_S)
-
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Stop following (the run itself goes on: it is not this process's)."""
-        self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-        return True
-
-    def interrupt(self, exit_code: int) -> None:
-        self._stop.set()
-
-    def abandon(self, exit_code: int) -> None:
-        return None
-
-    def _ask(self, op: str, **fields: Any) -> dict[str, Any]:
-        if self.ended is not None:
-            return {"ok": False, "reason": f"the run has ended ({self.ended})"}
-        try:
-            return ask(self._folder, op, **fields)
-        except ControlUnavailable as exc:
-            return {"ok": False, "reason": str(exc)}
-
-    def _reason(self, op: str, **fields: Any) -> str | None:
-        reply = self._ask(op, **fields)
-        return None if reply.get("ok") else str(reply.get("reason") or "refused")
-
-    def toggle_pause(self) -> str | None:
-        reply = self._ask("toggle_pause")  # refused: the app says "nothing to pause while <state>"
-        return str(reply["state"]) if reply.get("ok") else None
-
-    def request_profile(self) -> str | None:
-        return self._reason("profile")
-
-    def request_capture(self) -> str | None:
-        return self._reason("capture", calls=1)
-
-    def refusal(self, action: str = "") -> str | None:
-        if action in ("pause", "export"):  # they go to the run over its control channel
-            return None
-        return f"the run belongs to {self._owner}: {action or 'do that'} it there"
-
-    def restart(self, **changes: Any) -> None:
-        raise RuntimeError(self.refusal("reload") or "")
-
-    def runnable_devices(self) -> list[DeviceInfo]:
-        return []
-
-    def export_report(self) -> Path:
-        reply = self._ask("export")
-        if not reply.get("ok"):
-            raise RuntimeError(reply.get("reason"))
-        return Path(str(reply["path"]))
-
-    def current_report(self) -> dict[str, Any]:
-        reply = self._ask("report")
-        if not reply.get("ok"):
-            raise RuntimeError(reply.get("reason"))
-        report = reply["report"]
-        if not isinstance(report, dict):
-            raise RuntimeError("the run's report is not a JSON object")
-        return report
-
-    def read_capture(self, path: str) -> CaptureInfo:
-        # Captures are files in the followed folder: read and replayed here, the run is not asked.
-        return capture_info(Path(path), replay=True)

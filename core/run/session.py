@@ -33,7 +33,7 @@ from gputop.core.run.prepare import prepare_module
 from gputop.core.run.requests import Controls, why_no_capture, why_no_profile
 from gputop.core.run.state import RunOutcome, RunState, Subscriber
 from gputop.core.run.tool import ToolFlow
-from gputop.core.run.viewer_ops import answer
+from gputop.core.run.viewer_ops import OwnerOps, answer
 from gputop.core.serving.control_socket import ControlServer
 from gputop.core.snapshot import RunSnapshot, to_json
 from gputop.core.store.report import build_report
@@ -45,10 +45,24 @@ __all__ = ["RunConfig", "Session"]
 class Session:
     """One run on one or more devices, driven by a background thread."""
 
-    def __init__(self, config: RunConfig, *, segment: int = 0) -> None:
-        """`segment` > 0 continues `config.session_dir` as that run segment (a reload in the TUI)."""
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        segment: int = 0,
+        owner_pid: int | None = None,
+        owner_ops: OwnerOps | None = None,
+    ) -> None:
+        """`segment` > 0 continues `config.session_dir` as that run segment (a reload in the TUI).
+
+        `owner_pid` names the process that started this engine (a TUI): its
+        requests on the control channel may also use `owner_ops` (stop, reload,
+        device switch), which a `RunHost` provides.
+        """
         self.config = config
         self.segment = segment
+        self._owner_pid = owner_pid
+        self._owner_ops = owner_ops
         self.session_dir = config.session_dir or new_session_dir(label=config.target_info.label)
         self.session_dir.mkdir(parents=True, exist_ok=True)
         self._writer = SessionWriter(self.session_dir, to_json(config), every_s=config.record_every_s, segment=segment)
@@ -200,7 +214,10 @@ class Session:
 
     def _open_control(self) -> None:
         """The control channel for viewers in other processes; a run goes on without one if it cannot open."""
-        server = ControlServer(self.session_dir, lambda request: answer(self, request))
+        owner_ops = self._owner_ops
+        server = ControlServer(
+            self.session_dir, lambda request: answer(self, request, owner_ops), owner_pid=self._owner_pid
+        )
         try:
             server.start()
         except OSError as exc:
@@ -208,6 +225,8 @@ class Session:
             self._state.event("warning", f"{why} (gputop attach can follow this run but not pause or profile it)")
             return
         self._control = server
+        # Viewers get every snapshot as the record writer serialises it: off the call thread, once for all.
+        self._writer.stream_lines_to(server.offer, lambda: server.stream.subscribers > 0)
 
     def _close_control(self) -> None:
         server, self._control = self._control, None

@@ -1,26 +1,32 @@
 """What a viewer in another process may ask of a run through its control channel, and the answers.
 
-`gputop attach` and the browser viewers of `gputop web` watch a run that
-another process drives; their keys arrive here as one-line requests on the
-session folder's `control.sock` (see `core/serving/control_socket.py`). A viewer may pause
-or resume the run, ask for a profile pass or a capture, keep the record
-dense while it watches, and fetch or export the report as it stands. It may
-not stop the run, reload it or move it to another device: those belong to
-the process that owns it. Refusals carry the very reasons the owner's own
-keys would get (`why_no_profile`, `why_no_capture`).
+`gputop attach`, the browser viewers of `gputop web` and the TUI that
+started an engine watch a run that another process drives; their keys arrive
+here as one-line requests on the session folder's `control.sock` (see
+`core/serving/control_socket.py`). Any viewer may pause or resume the run, ask
+for a profile pass or a capture, and fetch or export the report as it stands.
+Stopping the run, reloading it or moving it to another device belong to the
+process that owns it: the TUI that started the engine (`owner_ops`, given by
+the engine's `RunHost`); everyone else is refused. Refusals carry the very
+reasons the owner's own keys would get (`why_no_profile`, `why_no_capture`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from gputop.core.snapshot import RunSnapshot
 
-__all__ = ["OPS", "Remote", "answer"]
+__all__ = ["OPS", "OwnerOps", "Remote", "answer"]
 
 WATCH_S_MAX = 60.0
+
+# What only the run's owner may ask (stop, reload, device switch, the device list): given by the host
+# of an engine that a TUI started; a run without an owner has none of them.
+OwnerOps = Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]]
 
 
 class Remote(Protocol):
@@ -104,10 +110,19 @@ OPS = {
 }
 
 
-def answer(run: Remote, request: dict[str, Any]) -> dict[str, Any]:
-    """The reply to one request (`{"op": ...}`) from a viewer of `run`."""
-    op = request.get("op")
-    handler = OPS.get(str(op))
+def answer(run: Remote, request: dict[str, Any], owner_ops: OwnerOps | None = None) -> dict[str, Any]:
+    """The reply to one request (`{"op": ...}`) from a viewer of `run`.
+
+    `request["owner"]` is set by the control server from the peer's pid, not
+    by the viewer: only then are `owner_ops` open to it.
+    """
+    op = str(request.get("op"))
+    if owner_ops and op in owner_ops:
+        if request.get("owner") is not True:
+            return _refused(f"only the process that started this run may {op} it")
+        return owner_ops[op](request)
+    handler = OPS.get(op)
     if handler is None:
-        return _refused(f"unknown request {op!r} (one of: {', '.join(OPS)})")
+        known = [*OPS, *(owner_ops or {})]
+        return _refused(f"unknown request {op!r} (one of: {', '.join(known)})")
     return handler(run, request)

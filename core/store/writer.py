@@ -25,6 +25,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,10 @@ class SessionWriter:
         self._lock = threading.Lock()
         self._ending = threading.Lock()  # one ending is written: the run's own, or a second signal's
         self._ended = False
-        self._queue: queue.SimpleQueue[RunSnapshot | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[RunSnapshot, bool] | None] = queue.SimpleQueue()
+        # Who else takes each snapshot's JSON line (the control socket's live stream): serialised once, here.
+        self._line_listener: Callable[[bytes], None] | None = None
+        self._line_wanted: Callable[[], bool] = lambda: False
         self.written = 0
         self.last_seq = 0
         self.write_error: str | None = None
@@ -130,8 +134,25 @@ class SessionWriter:
         """Someone follows this folder live: for `seconds`, keep a sample every WATCHED_EVERY_S at least."""
         self._watched_until = max(self._watched_until, time.time() + seconds)
 
+    def stream_lines_to(self, listener: Callable[[bytes], None], wanted: Callable[[], bool]) -> None:
+        """Hand every snapshot's JSON line to `listener` (on the writer's thread) while `wanted()` says so.
+
+        Thinned snapshots are still serialised and handed on while someone
+        listens: viewers get every snapshot, the record keeps its thinning.
+        """
+        self._line_listener, self._line_wanted = listener, wanted
+
     def on_snapshot(self, snapshot: RunSnapshot) -> None:
         """Queue the snapshot (the session calls this in publishing order); the writer thread writes it."""
+        keep = self._keep(snapshot)
+        if not keep:
+            self.thinned += 1
+            if not self._line_wanted():
+                return
+        self._queue.put((snapshot, keep))
+
+    def _keep(self, snapshot: RunSnapshot) -> bool:
+        """Whether samples.jsonl keeps this snapshot (always, unless the record is thinned)."""
         if self.every_s:
             every = self.every_s
             if snapshot.timestamp < self._watched_until:
@@ -140,20 +161,27 @@ class SessionWriter:
             news = (snapshot.state, last_event, snapshot.profile, len(snapshot.captures))
             kept_at, *kept_news = self._kept
             if snapshot.timestamp - kept_at < every and tuple(kept_news) == news:
-                self.thinned += 1
-                return
+                return False
             self._kept = (snapshot.timestamp, *news)
-        self._queue.put(snapshot)
+        return True
 
     def _write_samples(self) -> None:
         while True:
-            snapshot = self._queue.get()
-            if snapshot is None:
+            item = self._queue.get()
+            if item is None:
                 return
-            if self.write_error is not None:
+            snapshot, keep = item
+            listener = self._line_listener
+            if listener is None and (not keep or self.write_error is not None):
+                continue
+            line = json.dumps(to_json(snapshot), default=str) + "\n"
+            if listener is not None:
+                with contextlib.suppress(Exception):  # a broken stream must not stop the record
+                    listener(line.encode())
+            if not keep or self.write_error is not None:
                 continue
             try:
-                self._samples.write(json.dumps(to_json(snapshot), default=str) + "\n")
+                self._samples.write(line)
                 self._samples.flush()
             except OSError as exc:
                 self.write_error = f"{self.folder / SAMPLES}: {exc.strerror}"
