@@ -10,6 +10,7 @@ the Log pane from one handler.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -61,6 +62,8 @@ MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
 # two columns need 110 cells across, and their left column (Run over Memory pools) about 30 rows.
 COMPACT_BELOW = (110, 32)
 TALL_FROM = 50  # rows from which the Log pane may hold ten lines rather than three
+VIEWER_STATS_ENV = "GPUTOP_VIEWER_STATS"  # a file the app writes its drawing figures to when it ends (benchmarks)
+MAX_AGES = 100_000
 MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
 TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
@@ -119,6 +122,7 @@ class GputopApp(App[int]):
         self._quitting_done = False
         self._ending: SignalEnding | None = None
         self._parent_pid = parent_pid()
+        self._draw_ages_ms: list[float] = []
 
     def get_driver_class(self) -> type[Driver]:
         driver_class = super().get_driver_class()
@@ -222,9 +226,26 @@ class GputopApp(App[int]):
         self._quitting_done = True
         if self._frame_timer is not None:
             self._frame_timer.stop()
+        self._write_viewer_stats()
         # However the app ends (q, an error, the test harness), the engine stops
         # before the interpreter does: IREE aborts if it is torn down mid-call.
         self.source.stop(timeout=15)
+
+    def _write_viewer_stats(self) -> None:
+        """For bench/perturbation.py: frames drawn and each drawn snapshot's age, where VIEWER_STATS_ENV asks."""
+        path = os.environ.get(VIEWER_STATS_ENV)
+        if not path:
+            return
+        ages = sorted(self._draw_ages_ms)
+        stats: dict[str, Any] = {"frames": self.frames, "drawn": len(ages)}
+        if ages:
+            stats.update(
+                p50_ms=round(ages[(len(ages) - 1) // 2], 3),
+                p95_ms=round(ages[min(len(ages) - 1, round(0.95 * (len(ages) - 1)))], 3),
+                max_ms=round(ages[-1], 3),
+            )
+        with contextlib.suppress(OSError):
+            Path(path).write_text(json.dumps(stats) + "\n", encoding="utf-8")
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit(event.size.width, event.size.height)
@@ -262,6 +283,9 @@ class GputopApp(App[int]):
             pane.show(snapshot)
         if isinstance(self.screen, (TimelineScreen, RooflineScreen)):
             self.screen.show(snapshot)
+        if len(self._draw_ages_ms) < MAX_AGES:
+            # How old the snapshot was once drawn: the engine's publish to this screen, across the process boundary.
+            self._draw_ages_ms.append((time.time() - snapshot.timestamp) * 1e3)
 
     def _tick_busy_header(self) -> None:
         """While importing, compiling or loading no snapshots come: keep the elapsed time moving."""

@@ -15,6 +15,7 @@ ask); a second signal writes the ending at once (`record_interrupted_now`).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import traceback
@@ -63,6 +64,7 @@ class Session:
         self.segment = segment
         self._owner_pid = owner_pid
         self._owner_ops = owner_ops
+        self._viewers_seen = 0  # how many viewers subscribed to the stream, kept once the channel closes
         self.session_dir = config.session_dir or new_session_dir(label=config.target_info.label)
         self.session_dir.mkdir(parents=True, exist_ok=True)
         self._writer = SessionWriter(self.session_dir, to_json(config), every_s=config.record_every_s, segment=segment)
@@ -154,7 +156,15 @@ class Session:
     def current_report(self) -> dict[str, Any]:
         """The report as it stands now (the same JSON as report.json, which is written at the end)."""
         state = "interrupted" if self._controls.interrupt_code is not None else self._state.state
-        return build_report(self.snapshot, self._state.summary(state=state, exit_code=self.exit_code()))
+        report = build_report(self.snapshot, self._state.summary(state=state, exit_code=self.exit_code()))
+        report["engine"] = self.engine_info()
+        return report
+
+    def engine_info(self) -> dict[str, Any]:
+        """Where this run's engine ran: its pid, the process that owns it (a TUI), how many viewers subscribed."""
+        control = self._control
+        viewers = control.stream.subscribed_total if control is not None else self._viewers_seen
+        return {"pid": os.getpid(), "owner_pid": self._owner_pid, "viewers": viewers}
 
     def export_report(self) -> Path:
         """The report as it stands (the TUI's `e`), written beside the record; the run goes on."""
@@ -231,6 +241,7 @@ class Session:
     def _close_control(self) -> None:
         server, self._control = self._control, None
         if server is not None:
+            self._viewers_seen = server.stream.subscribed_total
             server.close()
 
     # -- the run (its own thread) ------------------------------------------------------

@@ -129,6 +129,7 @@ class SnapshotStream:
         self._subscribers: dict[socket.socket, _Subscriber] = {}
         self._closed = False
         self._thread: threading.Thread | None = None
+        self.subscribed_total = 0  # every subscriber there has been
 
     @property
     def subscribers(self) -> int:
@@ -141,6 +142,7 @@ class SnapshotStream:
             if self._closed or len(self._subscribers) >= MAX_SUBSCRIBERS:
                 return False
             self._subscribers[conn] = _Subscriber(next_line=first)
+            self.subscribed_total += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._send_loop, name="gputop-stream", daemon=True)
                 self._thread.start()

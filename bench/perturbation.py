@@ -1,0 +1,271 @@
+"""Does watching a run change it? The same module headless, in the TUI, and served + attached, alternating.
+
+gputop's numbers are only true if drawing them costs the run nothing. This
+runs one module three ways, in alternating rounds so that drift of the
+machine (clocks, neighbours) falls on every way alike:
+- `headless`: `gputop run TARGET -n N` (one process, nothing drawn);
+- `tui`: `gputop TARGET` in a real pseudo-terminal (120x40 unless --size),
+  whose engine runs as its own process, for --seconds, then `q`;
+- `served`: `gputop serve TARGET` with `gputop attach` in a pseudo-terminal.
+Each way's p50/p95/max/mean of the steady calls come from its own report
+(the engine's synced wall time per call); the table gives each against
+headless. With --profile each way also takes one profile pass (`p` in the
+TUI, `--profile` headless) and the call breakdown's segments are compared.
+The viewer's CPU (psutil, over the steady window) and the age of each
+snapshot when the viewer drew it (GPUTOP_VIEWER_STATS) come with the TUI and
+attach rows.
+
+Usage: python bench/perturbation.py [--target demo:mlp] [--device local-task] [--seconds 20] [--rounds 3]
+           [--profile] [--input @in0.npy ...] [--function F] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from gputop.core.serving.control_socket import ControlUnavailable, ask
+
+GPUTOP = [sys.executable, "-m", "gputop.tui"]
+WAYS = ("headless", "tui", "served")
+BREAKDOWN = ("host", "queue", "alloc", "device_busy", "device_idle", "return_wait", "unaccounted")
+
+
+class Terminal:
+    """A process on a pseudo-terminal of a given size, its output read and thrown away as a terminal would."""
+
+    def __init__(self, command: list[str], size: tuple[int, int], env: dict[str, str]) -> None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+        self.process = subprocess.Popen(
+            command, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm-256color"}, close_fds=True
+        )
+        os.close(slave)
+        self._master = master
+        self.bytes_out = 0
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self._master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.bytes_out += len(data)
+
+    def press(self, keys: str) -> None:
+        os.write(self._master, keys.encode())
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._master)
+
+
+def wait_running(folder: Path, timeout: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ControlUnavailable):
+            if ask(folder, "hello").get("state") == "running":
+                return
+        time.sleep(0.1)
+    raise SystemExit(f"{folder}: the run did not reach running in {timeout:.0f} s")
+
+
+def wait_profiled(folder: Path, timeout: float = 300.0) -> None:
+    """Until the run's report carries a call breakdown (the pass asked for has landed)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ControlUnavailable):
+            reply = ask(folder, "report", timeout=10.0)
+            if reply.get("ok") and reply["report"].get("call_breakdown"):
+                return
+        time.sleep(0.5)
+    raise SystemExit(f"{folder}: no profile pass landed in {timeout:.0f} s")
+
+
+def read_report(folder: Path, timeout: float = 120.0) -> dict[str, Any]:
+    path = folder / "report.json"
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return dict(json.loads(path.read_text()))
+
+
+def cpu_of(pid: int) -> float:
+    with contextlib.suppress(psutil.Error):
+        times = psutil.Process(pid).cpu_times()
+        return float(times.user + times.system)
+    return 0.0
+
+
+def steady_window(folder: Path, pid: int | None, seconds: float) -> dict[str, float]:
+    """Sleep through the steady window, measuring the viewer's CPU share of one core over it."""
+    cpu0, wall0 = (cpu_of(pid) if pid else 0.0), time.monotonic()
+    time.sleep(seconds)
+    wall = time.monotonic() - wall0
+    return {"viewer_cpu_pct": round(100 * (cpu_of(pid) - cpu0) / wall, 1) if pid else 0.0}
+
+
+def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, env: dict[str, str]) -> dict[str, Any]:
+    folder = base / f"{way}-{time.monotonic_ns()}"
+    run_args = [args.target, "--device", args.device, *args.extra]
+    stats_path = folder.with_suffix(".viewer.json")
+    viewer_env = {**env, "GPUTOP_VIEWER_STATS": str(stats_path)}
+    extra: dict[str, Any] = {}
+    if way == "headless":
+        count = calls or 100
+        command = [*GPUTOP, "run", *run_args, "-n", str(count), "--session-dir", str(folder), "--quiet"]
+        if args.profile:
+            command += ["--profile"]
+        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elif way == "tui":
+        term = Terminal([*GPUTOP, *run_args, "--session-dir", str(folder)], args.size, viewer_env)
+        wait_running(folder)
+        time.sleep(args.warmup)
+        extra = steady_window(folder, term.process.pid, args.seconds)
+        if args.profile:
+            term.press("p")
+            wait_profiled(folder)
+        term.press("q")
+        term.wait(120)
+        term.close()
+    else:
+        engine = subprocess.Popen(
+            [*GPUTOP, "serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--quiet"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_running(folder)
+        term = Terminal([*GPUTOP, "attach", str(folder)], args.size, viewer_env)
+        time.sleep(args.warmup)
+        extra = steady_window(folder, term.process.pid, args.seconds)
+        if args.profile:
+            term.press("p")
+            wait_profiled(folder)
+        term.press("q")
+        term.wait(60)
+        term.close()
+        engine.send_signal(signal.SIGINT)
+        engine.wait(120)
+    report = read_report(folder)
+    calls_block = report["calls"]
+    row: dict[str, Any] = {
+        "way": way,
+        "count": calls_block.get("count"),
+        **{key: calls_block.get(key) for key in ("p50_ms", "p95_ms", "max_ms", "mean_ms")},
+        "engine": report.get("engine"),
+        **extra,
+    }
+    if stats_path.exists():
+        row["viewer"] = json.loads(stats_path.read_text())
+    breakdown = report.get("call_breakdown")
+    if breakdown:
+        row["breakdown_ms"] = {"wall": breakdown.get("wall_ms"), **breakdown.get("totals", {})}
+    return row
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per way: the median over rounds of each figure, and its ratio to headless."""
+    table = []
+    for way in WAYS:
+        mine = [r for r in rows if r["way"] == way]
+        if not mine:
+            continue
+        entry: dict[str, Any] = {"way": way, "rounds": len(mine)}
+        for key in ("p50_ms", "p95_ms", "max_ms", "mean_ms", "viewer_cpu_pct"):
+            values = [r[key] for r in mine if r.get(key) is not None]
+            entry[key] = statistics.median(values) if values else None
+        latencies = [r["viewer"]["p95_ms"] for r in mine if r.get("viewer") and r["viewer"].get("p95_ms")]
+        entry["snapshot_age_p95_ms"] = statistics.median(latencies) if latencies else None
+        walls = [r["breakdown_ms"] for r in mine if r.get("breakdown_ms")]
+        if walls:
+            entry["breakdown_ms"] = {k: statistics.median(w.get(k) or 0.0 for w in walls) for k in ("wall", *BREAKDOWN)}
+        table.append(entry)
+    head = next((t for t in table if t["way"] == "headless"), None)
+    for entry in table:
+        for key in ("p50_ms", "p95_ms", "max_ms", "mean_ms"):
+            if head and head.get(key) and entry.get(key):
+                entry[key.replace("_ms", "_ratio")] = round(entry[key] / head[key], 3)
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", default="demo:mlp")
+    parser.add_argument("--device", default="local-task")
+    parser.add_argument("--seconds", type=float, default=20.0, help="steady window of the viewed ways")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds before the steady window")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", default="120x40", help="terminal COLSxROWS")
+    parser.add_argument("--profile", action="store_true", help="one profile pass per way; compare breakdowns")
+    parser.add_argument("--ways", default=",".join(WAYS))
+    parser.add_argument("--json", help="write rows and table here")
+    args, extra = parser.parse_known_args()
+    args.extra = extra  # --input @x.npy, --function F: passed to every way
+    cols, rows_ = args.size.split("x")
+    args.size = (int(cols), int(rows_))
+    ways = [w for w in args.ways.split(",") if w in WAYS]
+    env = dict(os.environ)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="gputop-perturb-") as tmp:
+        base = Path(tmp)
+        calls: int | None = None
+        for round_index in range(args.rounds):
+            order = ways[round_index % len(ways) :] + ways[: round_index % len(ways)]
+            if calls is None and "headless" in order:
+                order = [w for w in order if w != "headless"] + ["headless"]  # calls come from a viewed way
+            for way in order:
+                row = run_way(way, args, base, calls, env)
+                row["round"] = round_index
+                if way != "headless" and calls is None and row.get("count"):
+                    calls = int(row["count"])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    table = summarise(rows)
+    print(f"\n{args.target} on {args.device}, {args.rounds} rounds, {args.seconds:.0f} s steady per viewed way")
+    figures = ("p50_ms", "p95_ms", "max_ms", "mean_ms")
+    heading = " ".join(f"{k.replace('_ms', ' ms'):>8}" for k in figures)
+    print(f"{'way':<9} {heading}  ratios p50/p95/max/mean  viewer CPU  age p95")
+    for t in table:
+        ratios = "/".join(f"{t.get(k.replace('_ms', '_ratio')) or 1.0:.3f}" for k in figures)
+        cpu = f"{t['viewer_cpu_pct']:.1f}%" if t.get("viewer_cpu_pct") else "-"
+        age = f"{t['snapshot_age_p95_ms']:.1f} ms" if t.get("snapshot_age_p95_ms") else "-"
+        values = " ".join(f"{(t.get(k) or 0):>8.3f}" for k in ("p50_ms", "p95_ms", "max_ms", "mean_ms"))
+        print(f"{t['way']:<9} {values}  {ratios:<23} {cpu:>10}  {age:>7}")
+        if t.get("breakdown_ms"):
+            print("          breakdown " + ", ".join(f"{k} {v:.3f}" for k, v in t["breakdown_ms"].items()))
+    if args.json:
+        meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "target": args.target, "device": args.device}
+        Path(args.json).write_text(json.dumps({**meta, "rows": rows, "table": table}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
