@@ -12,6 +12,31 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = [
+    "EXIT_CHECK",
+    "EXIT_COMPILE",
+    "EXIT_DEVICE",
+    "EXIT_OK",
+    "EXIT_RUNTIME",
+    "EXIT_SIGHUP",
+    "EXIT_SIGINT",
+    "EXIT_SIGPIPE",
+    "EXIT_SIGTERM",
+    "EXIT_USAGE",
+    "CaptureError",
+    "CompileError",
+    "ControlUnavailable",
+    "ConvertError",
+    "DeviceUnavailableError",
+    "EngineExited",
+    "GputopError",
+    "Interrupted",
+    "ParameterPlacementError",
+    "ProfileError",
+    "RuntimeFailure",
+    "UsageError",
+]
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_COMPILE = 3
@@ -94,3 +119,15 @@ class EngineExited(GputopError):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class ParameterPlacementError(RuntimeFailure):
+    """A parameter, or the model as a whole, cannot be placed on the device (found before loading)."""
+
+
+class ControlUnavailable(UsageError):
+    """A run's control channel cannot be reached (it ended, or it is not this user's)."""
+
+
+class ConvertError(Exception):
+    """A failure of the ONNX conversion child, said in one line (it crosses a process boundary as text)."""

@@ -19,13 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gputop.core.errors import ConvertError
 from gputop.core.onnx.onnx_model import OnnxNode, interface, name_nodes, nodes, opset_of, repair_initializers
 
 ERROR_PREFIX = "gputop-onnx: "
-
-
-class ConvertError(Exception):
-    """A failure of the conversion, said in one line."""
 
 
 def prepare(path: Path, opset: int) -> Any:

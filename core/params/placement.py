@@ -20,15 +20,11 @@ from dataclasses import dataclass
 import psutil
 
 from gputop.core import nvml
-from gputop.core.errors import RuntimeFailure
+from gputop.core.errors import ParameterPlacementError
 from gputop.core.params.archive import ParameterEntry
 from gputop.core.snapshot import DeviceInfo
 
 __all__ = ["DeviceRoom", "ParameterPlacementError", "check_placement", "device_room", "human_bytes"]
-
-
-class ParameterPlacementError(RuntimeFailure):
-    """A parameter, or the model as a whole, cannot be placed on the device (found before loading)."""
 
 
 @dataclass(frozen=True)

@@ -190,18 +190,6 @@ class Session:
     def done(self) -> bool:
         return self._done.is_set()
 
-    @property
-    def peak_live_bytes(self) -> dict[str, int]:
-        return self._state.peak_live_bytes
-
-    @property
-    def peak_rss_bytes(self) -> int:
-        return self._state.peak_rss_bytes
-
-    @property
-    def memory_samples(self) -> int:
-        return self._state.memory_samples
-
     def exit_code(self) -> int:
         """The code this run ends with: signal, error, failed check, or 0."""
         if self._controls.interrupt_code is not None:

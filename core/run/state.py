@@ -164,21 +164,6 @@ class RunState:
             return self._published
 
     @property
-    def peak_live_bytes(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._peak_live)
-
-    @property
-    def peak_rss_bytes(self) -> int:
-        with self._lock:
-            return self._peak_rss
-
-    @property
-    def memory_samples(self) -> int:
-        with self._lock:
-            return self._samples
-
-    @property
     def renderdoc(self) -> str | None:
         with self._lock:
             return self._renderdoc

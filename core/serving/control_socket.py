@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import UsageError
+from gputop.core.errors import ControlUnavailable
 
 __all__ = [
     "CONTROL_SOCKET",
@@ -59,10 +59,6 @@ STREAM_RETRY_S = 0.05  # a subscriber whose socket was full is tried again this 
 SUN_PATH_MAX = 107  # sockaddr_un's sun_path, less its terminating NUL
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class ControlUnavailable(UsageError):
-    """The run's control channel cannot be reached (it ended, or it is not this user's)."""
 
 
 @contextlib.contextmanager
