@@ -28,7 +28,7 @@ from gputop.core.profiling.timeline import CallRecords, Interval, build_breakdow
 from gputop.core.snapshot import SEGMENT_KINDS
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
-from gputop.tui.panes.timeline import TimelineScreen, TimelineView
+from gputop.tui.screens.timeline import TimelineScreen, TimelineView
 
 PROFILED = Path(__file__).parent / "data" / "mlp_profiled_local_task.jsonl"
 

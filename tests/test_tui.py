@@ -20,8 +20,7 @@ from gputop.tui.bridge import CaptureInfo, ReplaySource, SnapshotArrived
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.table import KeyedTable
 from gputop.tui.report_text import DISPATCH_COLUMNS
-from gputop.tui.roofline import RooflineScreen
-from gputop.tui.screens import CaptureScreen, HelpScreen
+from gputop.tui.screens import CaptureScreen, HelpScreen, RooflineScreen
 
 
 def log_text(app: GputopApp) -> str:

@@ -3,6 +3,8 @@
 At 80x24, 120x40 and 200x60 every pane's title and the footer's `?` are on
 screen, the Kernels table keeps count, avg, min and max from 120 columns up,
 and no table scrolls sideways (from a replay of a recorded real profile).
+Every pane is declared once, in its own class, and the registry `PANES`
+alone gives the layout, the keys 1-5, the tab row and the lookups by id.
 With the real engine on local-task: a reload and a device switch leave no row
 of the run before them, and a reload continues the same session folder as a
 new segment.
@@ -10,20 +12,22 @@ new segment.
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import pytest
+from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.widgets import Footer
 from tui_pilot import calls, choose_device, live_app, wait_for
 
+import gputop.tui.app
+import gputop.tui.panes.tabs
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
-from gputop.tui.panes.box import BoxPane
-from gputop.tui.panes.log import LogPane
+from gputop.tui.panes import COLUMNS, PANES, BoxPane, LogPane, PaneTabs, by_key, in_column
 from gputop.tui.panes.table import KeyedTable
-from gputop.tui.panes.tabs import PaneTabs
 
 PROFILED = Path(__file__).parent / "data" / "mlp_profiled_local_task.jsonl"
 SIZES = [(80, 24), (120, 40), (200, 60)]
@@ -112,6 +116,57 @@ async def test_a_recorded_run_offers_no_live_keys() -> None:
         assert {"question_mark", "q", "t"} <= keys
         assert not keys & {"space", "p", "c", "r", "d", "e"}
         assert "recorded, read-only" in str(app.query_one("#header").render())
+
+
+# -- a pane is declared once: the registry gives the layout, the keys, the tab row and the lookups ----------
+DECLARED = ("PANE_ID", "TITLE", "KEY", "COLUMN", "ROW")
+
+
+def test_each_pane_declares_its_id_title_key_and_place_once() -> None:
+    for pane in PANES:
+        assert [name for name in DECLARED if name in vars(pane)] == list(DECLARED), pane.__name__
+        assert pane.BORDER_TITLE == pane.TITLE, pane.__name__  # the frame's title is the declared one
+    for name in ("PANE_ID", "TITLE", "KEY"):
+        values = [getattr(pane, name) for pane in PANES]
+        assert len(set(values)) == len(values), f"{name} repeated: {values}"
+    assert [pane.KEY for pane in by_key()] == [str(n) for n in range(1, len(PANES) + 1)]
+    places = [(pane.COLUMN, pane.ROW) for pane in PANES]
+    assert len(set(places)) == len(places) and {column for column, _ in places} <= set(COLUMNS)
+    placed = [pane for column in COLUMNS for pane in in_column(column)]
+    assert len(placed) == len(PANES) and set(placed) == set(PANES)  # each pane in one column, once
+
+
+def test_the_app_and_the_tab_row_write_no_pane_id_or_title() -> None:
+    """They take every pane's id and title from the registry: none is spelt out there a second time."""
+    names = {pane.PANE_ID for pane in PANES} | {pane.TITLE for pane in PANES}
+    for module in (gputop.tui.app, gputop.tui.panes.tabs):
+        tree = ast.parse(Path(str(module.__file__)).read_text())
+        strings = {
+            node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        }
+        assert not strings & names, (module.__name__, sorted(strings & names))
+
+
+async def test_layout_keys_tab_row_and_lookups_come_from_the_registry() -> None:
+    bindings = {b.key: b.action for b in GputopApp.BINDINGS if isinstance(b, Binding) and b.key.isdigit()}
+    assert bindings == {pane.KEY: f"bring_forward('{pane.PANE_ID}')" for pane in PANES}
+    app = GputopApp(ReplaySource.from_file(PROFILED))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        composed = list(app.query(BoxPane))
+        assert len(composed) == len(PANES) and {type(pane) for pane in composed} == set(PANES)
+        for column in COLUMNS:
+            assert [type(child) for child in app.query_one(f"#{column}").children] == list(in_column(column))
+        for pane in composed:
+            assert pane.id == pane.PANE_ID and pane.border_title == pane.TITLE
+            assert app.pane(type(pane)) is pane
+        tabs = app.query_one(PaneTabs)
+        assert tabs.panes == by_key()
+        for kind in by_key():
+            await pilot.press(kind.KEY)
+            await pilot.pause(0.1)
+            assert [pane for pane in app.query(BoxPane) if pane.display] == [app.pane(kind)]
+            assert str(tabs.render()) == " ".join(f" {pane.KEY} {pane.TITLE} " for pane in by_key())
 
 
 # -- the real engine: nothing of the run before a reload or a device switch stays --------------------

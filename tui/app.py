@@ -1,10 +1,12 @@
 """The gputop Textual app: composes the panes and routes keys and snapshots.
 
-It holds no engine logic. Snapshots arrive as coalescing `SnapshotArrived`
-messages from the bridge and are drawn at most ten times a second; blocking
-actions (stopping the engine, restarting it, listing devices) run in thread
-workers that report back with messages, and every worker failure is shown in
-the Log pane from one handler.
+It holds no engine logic and no list of panes: the layout, the keys 1-5,
+the tab row and every pane lookup come from the registry
+`gputop.tui.panes.PANES`, and its windows from `gputop.tui.screens`. Snapshots arrive as coalescing
+`SnapshotArrived` messages from the bridge and are drawn at most ten times a
+second; blocking actions (stopping the engine, restarting it, listing devices)
+run in thread workers that report back with messages, and every worker failure
+is shown in the Log pane from one handler.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -44,18 +46,20 @@ from gputop.tui.bridge import (
     SourceNote,
 )
 from gputop.tui.ending import SignalEnding, parent_pid
-from gputop.tui.panes.box import BoxPane
-from gputop.tui.panes.captures import CapturesPane
-from gputop.tui.panes.exports import ExportsPane
-from gputop.tui.panes.header import HeaderBar
-from gputop.tui.panes.kernels import KernelsPane
-from gputop.tui.panes.log import LogPane
-from gputop.tui.panes.memory import MemoryPane
-from gputop.tui.panes.run import RunPane
-from gputop.tui.panes.tabs import PaneTabs
-from gputop.tui.panes.timeline import TimelineScreen
-from gputop.tui.roofline import RooflineScreen
-from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen
+from gputop.tui.panes import (
+    COLUMNS,
+    BoxPane,
+    CapturesPane,
+    HeaderBar,
+    KernelsPane,
+    LogPane,
+    PaneTabs,
+    by_key,
+    in_column,
+)
+from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen, RooflineScreen, TimelineScreen
+
+__all__ = ["GputopApp", "run_app", "run_attached", "run_replay"]
 
 MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
 # Below either, the panes take turns (a tab row names them all; 1-5, p and c bring one forward):
@@ -67,9 +71,9 @@ MAX_AGES = 100_000
 MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
 TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
-
-PANE_IDS = ("run", "memory", "kernels", "exports", "captures")
 LIVE_ACTIONS = ("toggle_pause", "profile", "capture", "reload", "choose_device", "export")  # not on a recorded run
+
+PaneT = TypeVar("PaneT", bound=BoxPane)
 
 
 class GputopApp(App[int]):
@@ -107,7 +111,7 @@ class GputopApp(App[int]):
         Binding("l", "grow_log", "Log"),
         Binding("s", "save_svg", "Screenshot"),
         Binding("f", "roofline", "Roofline"),
-        *(Binding(str(n), f"bring_forward('{pane}')", show=False) for n, pane in enumerate(PANE_IDS, 1)),
+        *(Binding(pane.KEY, f"bring_forward('{pane.PANE_ID}')", show=False) for pane in by_key()),
     ]
 
     def __init__(self, source: SnapshotSource, *, handle_signals: bool = False) -> None:
@@ -136,15 +140,12 @@ class GputopApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
-        yield PaneTabs(id="tabs")
+        yield PaneTabs(by_key(), id="tabs")
         with Grid(id="panes"):
-            with Vertical(id="left"):
-                yield RunPane(id="run")
-                yield MemoryPane(id="memory")
-            with Vertical(id="right"):
-                yield ExportsPane(id="exports")
-                yield KernelsPane(id="kernels")
-                yield CapturesPane(id="captures")
+            for column in COLUMNS:
+                with Vertical(id=column):
+                    for pane in in_column(column):
+                        yield pane(id=pane.PANE_ID)
         yield LogPane(id="log")
         yield Static(id="too-small")
         yield Footer()
@@ -152,24 +153,18 @@ class GputopApp(App[int]):
     def on_mount(self) -> None:
         # Keep the panes themselves: while a modal screen is up, queries would
         # search that screen, and snapshots keep arriving.
-        self._panes: list[HeaderBar | RunPane | MemoryPane | ExportsPane | KernelsPane | CapturesPane | LogPane] = [
-            self.query_one(HeaderBar),
-            self.query_one(RunPane),
-            self.query_one(MemoryPane),
-            self.query_one(ExportsPane),
-            self.query_one(KernelsPane),
-            self.query_one(CapturesPane),
-            self.query_one(LogPane),
-        ]
+        self._header = self.query_one(HeaderBar)
+        self._tabs = self.query_one(PaneTabs)
+        self._panes: dict[str, BoxPane] = {pane.PANE_ID: pane for pane in self.query(BoxPane)}  # layout order
         self._log_pane = self.query_one(LogPane)
         self._generation = self.source.generation  # snapshots of older runs (before a reload) are not drawn
         self.screen.set_class(self.no_color, "no-color")  # Textual takes NO_COLOR out of the environment
-        self.bring_forward("run")
+        self.bring_forward(by_key()[0].PANE_ID)  # the first tab (Run)
         self._fit(self.size.width, self.size.height)
         if self.source.origin:
-            self._panes[0].set_origin(self.source.origin)
+            self._header.set_origin(self.source.origin)
         if not self.source.live:
-            self._panes[0].recorded = True
+            self._header.recorded = True
         self.source.attach(self)
         self.source.start()
         self.set_interval(1.0, self._tick_busy_header)
@@ -279,8 +274,10 @@ class GputopApp(App[int]):
             return
         self._last_frame = time.monotonic()
         self.frames += 1
-        for pane in self._panes:
+        self._header.show(snapshot)
+        for pane in self._panes.values():
             pane.show(snapshot)
+        self._log_pane.show(snapshot)
         if isinstance(self.screen, (TimelineScreen, RooflineScreen)):
             self.screen.show(snapshot)
         if len(self._draw_ages_ms) < MAX_AGES:
@@ -291,7 +288,7 @@ class GputopApp(App[int]):
         """While importing, compiling or loading no snapshots come: keep the elapsed time moving."""
         snapshot = self.snapshot
         if snapshot is not None and snapshot.state in BUSY_STATES and not self._quitting_done:
-            self._panes[0].show(snapshot)
+            self._header.show(snapshot)
 
     def log_line(self, level: str, message: str) -> None:
         self._log_pane.add(level, message)
@@ -323,18 +320,18 @@ class GputopApp(App[int]):
             self.log_line("info", "paused" if state == "paused" else "resumed")
 
     def action_profile(self) -> None:
-        self.bring_forward("kernels")
+        self.bring_forward(KernelsPane.PANE_ID)
         reason = self.source.request_profile()
         if reason:
             self.log_line("warning", f"profile: {reason}")
 
     def action_capture(self) -> None:
-        self.bring_forward("captures")
+        self.bring_forward(CapturesPane.PANE_ID)
         reason = self.source.request_capture()
         self.log_line(*(("warning", f"capture: {reason}") if reason else ("info", "capturing the next call...")))
 
     def action_open_capture(self) -> None:
-        self.query_one(CapturesPane).open_selected(self.log_line)
+        self.pane(CapturesPane).open_selected(self.log_line)
 
     def on_captures_pane_chosen(self, message: CapturesPane.Chosen) -> None:
         self.log_line("info", f"reading {Path(message.path).name}: its dispatches, and a replay where it can...")
@@ -442,11 +439,17 @@ class GputopApp(App[int]):
         path = self.save_screenshot(path=str(folder))
         self.log_line("info", f"screenshot saved to {path}")
 
+    def pane(self, kind: type[PaneT]) -> PaneT:
+        """The app's pane of class `kind`, by its declared id (the same pane while a window is open)."""
+        pane = self._panes[kind.PANE_ID]
+        assert isinstance(pane, kind)
+        return pane
+
     def bring_forward(self, pane_id: str) -> None:
         """In the compact layout, show `pane_id` in place of the others (the wide one shows them all)."""
-        for pane in self.query(BoxPane):
-            pane.set_class(pane.id == pane_id, "front")
-        self.query_one(PaneTabs).show_front(pane_id)
+        for pane in self._panes.values():
+            pane.set_class(pane_id == pane.PANE_ID, "front")
+        self._tabs.show_front(pane_id)
 
     def action_bring_forward(self, pane_id: str) -> None:
         self.bring_forward(pane_id)

@@ -24,11 +24,17 @@ from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.report_text import human_bytes
 
+__all__ = ["CapturesPane"]
+
 COLUMNS = (Column("capture"), Column("size", 2), Column("dispatches", 1), Column("calls", 1))
 
 
 class CapturesPane(BoxPane):
-    BORDER_TITLE = "Captures"
+    PANE_ID = "captures"
+    TITLE = "Captures"
+    KEY = "5"
+    COLUMN = "right"
+    ROW = 2
     DEFAULT_CSS = """
     CapturesPane DataTable { height: auto; max-height: 6; }
     CapturesPane #captures-hint { height: auto; color: $text-muted; }

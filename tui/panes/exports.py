@@ -20,6 +20,8 @@ from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.report_text import human_bytes
 
+__all__ = ["ExportsPane", "export_rows"]
+
 COLUMNS = (Column("value"), Column("affinity", 1), Column("producer", 2), Column("note"), Column("function", 3))
 STYLES = {"hidden_transfer": "bold red", "transfer": "yellow", "undeclared": "yellow"}
 NOTES = {
@@ -69,7 +71,11 @@ def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str | Text, ...]]:
 
 
 class ExportsPane(BoxPane):
-    BORDER_TITLE = "Exports"
+    PANE_ID = "exports"
+    TITLE = "Exports"
+    KEY = "4"
+    COLUMN = "right"
+    ROW = 0
     DEFAULT_CSS = """
     ExportsPane DataTable { height: auto; max-height: 6; }
     ExportsPane #exports-hint { height: auto; color: $text-muted; }

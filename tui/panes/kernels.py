@@ -21,6 +21,8 @@ from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.panes.units import RATE, TIME_US, column, si
 
+__all__ = ["KernelsPane", "without_function"]
+
 NAME_WIDTH = 22
 # What a row is for first (which kernel, how often, how long, its share); its spread and efficiency
 # where there is room. At 120 columns kernel, count, avg, min, max and share fit; at 200 all of them.
@@ -40,7 +42,11 @@ COLUMNS = (
 
 
 class KernelsPane(BoxPane):
-    BORDER_TITLE = "Kernels"
+    PANE_ID = "kernels"
+    TITLE = "Kernels"
+    KEY = "3"
+    COLUMN = "right"
+    ROW = 1
     DEFAULT_CSS = """
     KernelsPane DataTable { height: auto; max-height: 10; }
     KernelsPane #kernels-summary { height: auto; }

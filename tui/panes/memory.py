@@ -17,6 +17,8 @@ from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.panes.units import BYTES, column
 from gputop.tui.report_text import human_bytes
 
+__all__ = ["MemoryPane"]
+
 # What is held now first, then its high-water mark; the device only where there are several.
 COLUMNS = (
     Column("device", 3),
@@ -30,7 +32,11 @@ BYTE_COLUMNS = ("live", "peak", "allocated", "freed")
 
 
 class MemoryPane(BoxPane):
-    BORDER_TITLE = "Memory pools"
+    PANE_ID = "memory"
+    TITLE = "Memory pools"
+    KEY = "2"
+    COLUMN = "left"
+    ROW = 1
     DEFAULT_CSS = """
     MemoryPane DataTable { height: auto; max-height: 8; }
     MemoryPane #memory-device { height: auto; }

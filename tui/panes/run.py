@@ -19,6 +19,8 @@ from gputop.tui.bridge import RunSnapshot
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.report_text import PHASES, parameters_progress
 
+__all__ = ["RunPane"]
+
 
 def seconds(value: float | None) -> str:
     if value is None:
@@ -47,7 +49,11 @@ def call_rate(snapshot: RunSnapshot) -> str:
 
 
 class RunPane(BoxPane):
-    BORDER_TITLE = "Run"
+    PANE_ID = "run"
+    TITLE = "Run"
+    KEY = "1"
+    COLUMN = "left"
+    ROW = 0
     DEFAULT_CSS = """
     RunPane #run-phases { height: auto; }
     RunPane #run-calls { height: auto; }

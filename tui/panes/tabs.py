@@ -3,21 +3,20 @@
 Below 110 columns (or 32 rows) the panes take turns in one place; this row
 keeps every pane's title on screen so the user knows what there is and
 which key brings it forward (1-5; p and c bring Kernels and Captures with
-their action).
+their action). It draws the panes it is given (the app gives it the
+registry, `gputop.tui.panes.PANES`), so no pane's title or key is repeated here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.widgets import Static
 
-TABS = (
-    ("run", "Run"),
-    ("memory", "Memory pools"),
-    ("kernels", "Kernels"),
-    ("exports", "Exports"),
-    ("captures", "Captures"),
-)
+from gputop.tui.panes.box import BoxPane
+
+__all__ = ["PaneTabs"]
 
 
 class PaneTabs(Static):
@@ -25,12 +24,16 @@ class PaneTabs(Static):
     PaneTabs { height: 1; padding: 0 1; background: $panel; }
     """
 
+    def __init__(self, panes: Sequence[type[BoxPane]], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.panes = tuple(panes)  # in the order they are drawn: their keys' order
+
     def show_front(self, pane_id: str) -> None:
         line = Text(no_wrap=True, overflow="ellipsis")
-        for number, (key, title) in enumerate(TABS, 1):
-            if number > 1:
+        for index, pane in enumerate(self.panes):
+            if index:
                 line.append(" ")
-            style = "bold reverse" if key == pane_id else ""
-            line.append(f" {number} ", style="bold " + style if style else "dim")
-            line.append(f"{title} ", style=style)
+            style = "bold reverse" if pane_id == pane.PANE_ID else ""
+            line.append(f" {pane.KEY} ", style="bold " + style if style else "dim")
+            line.append(f"{pane.TITLE} ", style=style)
         self.update(line)

@@ -25,6 +25,8 @@ from gputop.tui.bridge import KernelTiming, ProfileSummary, RunSnapshot, ridge_i
 from gputop.tui.panes.kernels import without_function
 from gputop.tui.panes.units import si
 
+__all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
+
 BRAILLE_BASE = 0x2800
 # Dot bit for (column 0..1, row 0..3) inside a braille cell (Unicode's 8-dot layout).
 DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))

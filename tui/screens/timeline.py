@@ -24,6 +24,17 @@ from textual.widgets import Static
 
 from gputop.tui.bridge import CallBreakdown, CallSegment, RunSnapshot
 
+__all__ = [
+    "KINDS",
+    "TimelineScreen",
+    "TimelineView",
+    "largest_segments",
+    "largest_table",
+    "render_timeline",
+    "strip_rows",
+    "totals_table",
+]
+
 # kind: (label, glyph, style). Glyphs keep the strip readable without colour (NO_COLOR, a log file).
 KINDS = {
     "host": ("host", "H", "bold blue"),

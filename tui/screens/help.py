@@ -1,0 +1,58 @@
+"""The key help (`?`): every key gputop answers to, in one window over the app.
+
+The footer has room for a few keys and a narrow terminal hides most of them;
+this window lists them all with what each does, so a key is learnt from the
+screen rather than the README.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+__all__ = ["KEYS", "HelpScreen"]
+
+KEYS = (
+    ("q", "quit (stops the engine, restores the terminal)"),
+    ("space", "pause / resume the calls"),
+    ("p", "profile now: per-dispatch device times"),
+    ("t", "timeline: where the median profiled call's time goes"),
+    ("c", "RenderDoc capture of the next call (Vulkan)"),
+    ("enter", "on a capture: its dispatch list (GPU times if replayed)"),
+    ("o", "open the selected capture (qrenderdoc, or the command to run)"),
+    ("r", "reload: recompile if the source changed, run again"),
+    ("d", "choose the device to run on"),
+    ("e", "export the report (JSON) into the session directory"),
+    ("s", "save an SVG screenshot into the session directory"),
+    ("f", "roofline: each kernel against the device's peaks"),
+    ("?", "this help"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical { width: 72; max-width: 95%; height: auto; border: round $accent;
+                            background: $surface; padding: 1 2; }
+    """
+    BINDINGS = [
+        Binding("escape,question_mark", "dismiss", "Close"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 3))
+        table.add_column(style="bold cyan")
+        table.add_column()
+        for key, what in KEYS:
+            table.add_row(key, what)
+        with Vertical():
+            yield Static("[b]gputop keys[/b]  (escape closes)\n")
+            yield Static(table)
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)
