@@ -10,6 +10,8 @@ the live engine there are two other sources: `ReplaySource` plays recorded
 snapshots (`gputop open`, tests), `AttachSource` follows a run another
 process drives (`gputop attach`, the viewers of `gputop web`) through its
 session folder and reaches it through the folder's control channel.
+The panes' number formatters come from here too (`gputop.core.units`), the
+same ones the report's text uses, so both faces print a number alike.
 """
 
 from __future__ import annotations
@@ -50,13 +52,33 @@ from gputop.core.snapshot import (
 )
 from gputop.core.store.follow import SessionFollower, describe_command
 from gputop.core.store.replay import read_snapshots
+from gputop.core.units import (
+    BYTES,
+    RATE,
+    TIME_US,
+    column,
+    fixed,
+    flop_per_byte,
+    human_bytes,
+    limits_line,
+    mhz,
+    ms,
+    ms_fixed,
+    pct_of_bound,
+    percent,
+    seconds,
+    si,
+)
 from gputop.core.versions import versions
 
 __all__ = [
     "BUSY_STATES",
+    "BYTES",
     "EXIT_SIGHUP",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
+    "RATE",
+    "TIME_US",
     "AttachSource",
     "CallBreakdown",
     "CallSegment",
@@ -77,7 +99,19 @@ __all__ = [
     "SnapshotArrived",
     "SnapshotSource",
     "SourceNote",
+    "column",
+    "fixed",
+    "flop_per_byte",
+    "human_bytes",
+    "limits_line",
+    "mhz",
+    "ms",
+    "ms_fixed",
+    "pct_of_bound",
+    "percent",
     "ridge_intensity",
+    "seconds",
+    "si",
     "to_json",
 ]
 
