@@ -69,8 +69,12 @@ def fixed(value: float | None, decimals: int = 1) -> str:
 
 
 def _three_digits(scaled: float) -> str:
-    """About three significant digits, up to 999: `123`, `12.3`, `1.23`, `0.123`."""
-    if scaled == 0:
+    """About three significant digits, up to 999: `123`, `12.3`, `1.23`, `0.123`.
+
+    A small value keeps its digits (`0.000488`), but a negative one under 0.0005 is rounding noise
+    (two clock readings subtracted; no time, size or rate here is negative) and reads `0`.
+    """
+    if -0.0005 < scaled <= 0:
         return "0"
     if abs(scaled) >= 99.95:
         return fixed(scaled, 0)
