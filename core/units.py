@@ -93,7 +93,7 @@ def human_bytes(value: float | None, decimals: int = 1) -> str:
 
     One decimal reads well beside other figures; `decimals=2` is for sentences that set two close
     sizes side by side (a parameter that cannot be placed, and the room there is), where one decimal
-    could print the same number twice.
+    could print the same number twice, and for the log's line of what a parameter load moved.
     """
     if value is None:
         return "-"

@@ -195,11 +195,11 @@ class IreeFlow:
         mode = runner.parameter_mode
         if mode == "mmap" and self._module.devices[0].backend.startswith("local"):
             state.end_parameters(loaded, seconds, mode=mode, zero_copy=True)
-            state.event("info", f"parameters mapped in place by mmap (zero copy): {human_bytes(loaded)}")
+            state.event("info", f"parameters mapped in place by mmap (zero copy): {human_bytes(loaded, 2)}")
             return
         state.end_parameters(loaded, seconds, mode=mode)
         rate = f", {gbps(loaded / seconds / 1e9)}" if seconds > 0 and loaded else ""
-        state.event("info", f"parameters loaded by {mode}: {human_bytes(loaded)} in {fixed(seconds, 2)} s{rate}")
+        state.event("info", f"parameters loaded by {mode}: {human_bytes(loaded, 2)} in {fixed(seconds, 2)} s{rate}")
 
     def _say_fallback(self) -> None:
         fallback = self.runner.parameter_fallback
