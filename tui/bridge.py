@@ -12,6 +12,8 @@ process drives: `gputop attach`, `gputop web`'s pages), both in `viewer`;
 `EngineBridge` runs the engine in this very process, for tests and scripts
 that want one interpreter (the command line never does: a screen drawn in the
 engine's interpreter stretches the calls it measures).
+The panes' number formatters come from here too (`gputop.core.units`), the
+same ones the report's text uses, so both faces print a number alike.
 """
 
 from __future__ import annotations
@@ -48,15 +50,35 @@ from gputop.core.snapshot import (
     to_json,
 )
 from gputop.core.store.replay import read_snapshots
+from gputop.core.units import (
+    BYTES,
+    RATE,
+    TIME_US,
+    column,
+    fixed,
+    flop_per_byte,
+    human_bytes,
+    limits_line,
+    mhz,
+    ms,
+    ms_fixed,
+    pct_of_bound,
+    percent,
+    seconds,
+    si,
+)
 from gputop.core.versions import versions
 from gputop.tui.messages import SnapshotArrived, SourceNote
 from gputop.tui.viewer import AttachSource, EngineProcess
 
 __all__ = [
     "BUSY_STATES",
+    "BYTES",
     "EXIT_SIGHUP",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
+    "RATE",
+    "TIME_US",
     "AttachSource",
     "CallBreakdown",
     "CallSegment",
@@ -78,7 +100,19 @@ __all__ = [
     "SnapshotArrived",
     "SnapshotSource",
     "SourceNote",
+    "column",
+    "fixed",
+    "flop_per_byte",
+    "human_bytes",
+    "limits_line",
+    "mhz",
+    "ms",
+    "ms_fixed",
+    "pct_of_bound",
+    "percent",
     "ridge_intensity",
+    "seconds",
+    "si",
     "to_json",
 ]
 

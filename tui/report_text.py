@@ -3,12 +3,28 @@
 The headless commands must read well in a CI log or over a slow SSH link, so
 this writes aligned plain text with no colour codes, from the same JSON
 dictionaries that `--json` writes: what a person reads and what a script
-parses can never disagree.
+parses can never disagree. Every number is written by `gputop.core.units`,
+as the TUI's panes write it, so `gputop report` and the TUI agree too.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from gputop.core.units import (
+    RATE,
+    TIME_US,
+    column,
+    fixed,
+    gbps,
+    human_bytes,
+    limits_lines,
+    ms,
+    ms_fixed,
+    pct_of_bound,
+    percent,
+    seconds,
+)
 
 # The run phases in run order, as (label, report key); the Run pane shows the same.
 PHASES = (
@@ -21,17 +37,6 @@ PHASES = (
 )
 
 
-def human_bytes(value: int | None) -> str:
-    if value is None:
-        return "-"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(size) < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{value} B"
-
-
 def parameters_progress(load: Any, *, mode: bool = True) -> str:
     """A parameters' load in one line (a `ParameterLoad`): under way, or its totals once done.
 
@@ -40,26 +45,16 @@ def parameters_progress(load: Any, *, mode: bool = True) -> str:
     seen only when they finish, which the line says instead of a rate.
     """
     how = f"  {load.mode}" if mode else ""
-    rate = f"  {load.gbps:.1f} GB/s" if load.gbps else ""
+    rate = f"  {gbps(load.gbps)}" if load.gbps else ""
     if load.done and load.zero_copy:
         return f"{human_bytes(load.loaded_bytes)} mapped in place (zero copy){how}"
     if load.done:
-        return f"{human_bytes(load.loaded_bytes)} in {_seconds(load.seconds)}{rate}{how}"
+        return f"{human_bytes(load.loaded_bytes)} in {seconds(load.seconds)}{rate}{how}"
     if not load.observed:
-        return f"{human_bytes(load.total_bytes)}, {_seconds(load.seconds)} so far{how} (IREE reports only the end)"
+        return f"{human_bytes(load.total_bytes)}, {seconds(load.seconds)} so far{how} (IREE reports only the end)"
     share = f" ({load.loaded_bytes / load.total_bytes:.0%})" if load.total_bytes else ""
-    left = f"  {load.eta_s:.1f} s left" if load.eta_s is not None else ""
+    left = f"  {fixed(load.eta_s)} s left" if load.eta_s is not None else ""
     return f"{human_bytes(load.loaded_bytes)} / {human_bytes(load.total_bytes)}{share}{rate}{left}{how}"
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f} ms"
 
 
 def devices_table(rows: list[dict[str, Any]]) -> str:
@@ -107,7 +102,7 @@ def sessions_table(entries: list[dict[str, Any]]) -> str:
                 e.get("target") or "-",
                 e.get("device") or "-",
                 state,
-                _seconds(e.get("duration_s")),
+                seconds(e.get("duration_s")),
                 "-" if e.get("samples") is None else str(e["samples"]),
             )
         )
@@ -124,8 +119,8 @@ def run_report(report: dict[str, Any]) -> str:
         f"state     {report['state']}" + (f"  ({report['error']})" if report.get("error") else ""),
         *([f"note      {report['rebuilt']}"] if report.get("rebuilt") else []),
         "phases    "
-        + ("" if phases.get("import_s") is None else f"import {_seconds(phases['import_s'])}  ")
-        + "  ".join(f"{name} {_seconds(phases.get(key))}" for name, key in PHASES),
+        + ("" if phases.get("import_s") is None else f"import {seconds(phases['import_s'])}  ")
+        + "  ".join(f"{name} {seconds(phases.get(key))}" for name, key in PHASES),
     ]
     compiled = report.get("compile") or {}
     if compiled.get("vmfb"):
@@ -135,33 +130,33 @@ def run_report(report: dict[str, Any]) -> str:
     if params.get("bytes") is not None and params.get("zero_copy"):
         lines.append(f"params    {human_bytes(params['bytes'])} mapped in place by {params.get('mode')} (zero copy)")
     elif params.get("bytes") is not None:
-        rate = f", {params['gbps']:.2f} GB/s" if params.get("gbps") else ""
+        rate = f", {gbps(params['gbps'])}" if params.get("gbps") else ""
         lines.append(
-            f"params    {human_bytes(params['bytes'])} in {_seconds(params.get('seconds'))}{rate} "
+            f"params    {human_bytes(params['bytes'])} in {seconds(params.get('seconds'))}{rate} "
             f"by {params.get('mode')} from {len(params.get('files') or [])} file(s)"
         )
     if calls.get("count"):
         rate = calls.get("calls_per_s")
         lines.append(
-            f"calls     {calls['count']} synced  min {_ms(calls['min_ms'])}  p50 {_ms(calls['p50_ms'])}"
-            f"  p95 {_ms(calls['p95_ms'])}  max {_ms(calls['max_ms'])}" + (f"  ({rate:.1f} calls/s)" if rate else "")
+            f"calls     {calls['count']} synced  min {ms(calls['min_ms'])}  p50 {ms(calls['p50_ms'])}"
+            f"  p95 {ms(calls['p95_ms'])}  max {ms(calls['max_ms'])}" + (f"  ({fixed(rate)} calls/s)" if rate else "")
         )
     enqueue = report.get("enqueue")
     if enqueue and enqueue.get("count"):
         lines.append(
-            f"enqueue   p50 {_ms(enqueue['p50_ms'])} for the enqueues to return, vs p50 {_ms(calls.get('p50_ms'))} "
+            f"enqueue   p50 {ms(enqueue['p50_ms'])} for the enqueues to return, vs p50 {ms(calls.get('p50_ms'))} "
             "synced: the difference is work still queued when enqueue returns"
         )
     stages = report.get("stages")
     if stages:
         lines.append(
-            f"stages    A alone {stages['a_synced_ms']:.2f} ms, B alone {stages['b_synced_ms']:.2f} ms, "
-            f"A then B {stages['a_then_b_synced_ms']:.2f} ms (one sync at the end)"
+            f"stages    A alone {ms_fixed(stages['a_synced_ms'], 2)}, B alone {ms_fixed(stages['b_synced_ms'], 2)}, "
+            f"A then B {ms_fixed(stages['a_then_b_synced_ms'], 2)} (one sync at the end)"
         )
         lines.append(
-            f"          unsynced: A 'takes' {stages['a_enqueue_only_ms']:.3f} ms, then B 'takes' "
-            f"{stages['b_after_unsynced_a_ms']:.2f} ms (A's work lands on B, the stage that syncs); "
-            f"device: A {stages['a_kernel_ms']:.2f} ms, B {stages['b_kernel_ms']:.2f} ms"
+            f"          unsynced: A 'takes' {ms_fixed(stages['a_enqueue_only_ms'])}, then B 'takes' "
+            f"{ms_fixed(stages['b_after_unsynced_a_ms'], 2)} (A's work lands on B, the stage that syncs); "
+            f"device: A {ms_fixed(stages['a_kernel_ms'], 2)}, B {ms_fixed(stages['b_kernel_ms'], 2)}"
         )
     memory = report.get("memory") or {}
     for row in memory.get("devices", []):
@@ -197,11 +192,11 @@ def run_report(report: dict[str, Any]) -> str:
         profile = report.get("profile") or {}
         lines.append(
             f"kernels   {profile.get('source')} over {profile.get('calls')} calls: "
-            f"{report['call_kernel_ms']:.3f} ms kernel time per call"
+            f"{ms_fixed(report['call_kernel_ms'])} kernel time per call"
             + (
-                f" of {report['call_wall_ms']:.3f} ms synced ("
+                f" of {ms_fixed(report['call_wall_ms'])} synced ("
                 + (
-                    f"gap {report['call_gap_ms']:.3f} ms)"
+                    f"gap {ms_fixed(report['call_gap_ms'])})"
                     if report["call_gap_ms"] >= 0
                     else "dispatches overlap: their summed time exceeds the call)"
                 )
@@ -209,20 +204,8 @@ def run_report(report: dict[str, Any]) -> str:
                 else ""
             )
         )
-        lines.extend(_limits_lines(profile))
-        width = max(len(k["name"]) for k in kernels)
-        lines.append(
-            f"  {'kernel'.ljust(width)}  {'count':>6}  {'avg us':>10}  {'min us':>10}  {'max us':>10}  share"
-            f"  {'GFLOP':>9}  {'MB':>8}  {'TFLOP/s':>8}  {'GB/s':>8}  {'%peak':>6}  bound"
-        )
-        for k in kernels:
-            lines.append(
-                f"  {k['name'].ljust(width)}  {k['count']:>6}  {k['avg_us']:>10.1f}  {k['min_us']:>10.1f}"
-                f"  {k['max_us']:>10.1f}  {k['share'] * 100:5.1f}%"
-                f"  {_number(k.get('flops'), 1e-9, 9, '.3f')}  {_number(k.get('bytes'), 1e-6, 8, '.2f')}"
-                f"  {_number(k.get('achieved_tflops'), 1, 8, '.3f')}  {_number(k.get('achieved_gbps'), 1, 8, '.1f')}"
-                f"  {_number(_pct_of_bound(k), 1, 6, '.1f')}  {k.get('bound') or '-'}"
-            )
+        lines.extend(limits_lines(profile))
+        lines.extend("  " + line for line in kernel_table(kernels).splitlines())
         breakdown = report.get("call_breakdown")
         if breakdown:
             lines.extend(breakdown_table(breakdown))
@@ -262,15 +245,16 @@ def breakdown_table(breakdown: dict[str, Any]) -> list[str]:
     totals = breakdown["totals"]
     largest = max((key for key, _, _ in BREAKDOWN_ROWS[:-1]), key=lambda key: totals.get(key, 0.0))
     lines = [
-        f"breakdown {breakdown['calls']} calls, {wall:.3f} ms synced per call, kernels {breakdown['kernel_ms']:.3f} ms "
+        f"breakdown {breakdown['calls']} calls, {ms_fixed(wall)} synced per call, "
+        f"kernels {ms_fixed(breakdown['kernel_ms'])} "
         f"(inside device busy); from {breakdown['source']}",
         f"          device time on the host clock: {breakdown['fit']}",
     ]
     for key, label, meaning in BREAKDOWN_ROWS:
         value = totals.get(key, 0.0)
-        share = f"{100 * value / wall:5.1f}%" if wall else "    -"
+        share = percent(100 * value / wall).rjust(6) if wall else "    -"
         mark = "  <- largest" if key == largest and value > 0 else ""
-        lines.append(f"  {label:<12} {value:>10.3f} ms  {share}  {meaning}{mark}")
+        lines.append(f"  {label:<12} {ms_fixed(value):>13}  {share}  {meaning}{mark}")
     return lines
 
 
@@ -323,52 +307,49 @@ def affinity_table(exports: list[dict[str, Any]], transfers: list[dict[str, Any]
     return "\n".join(lines)
 
 
-def _number(value: float | None, scale: float, width: int, spec: str) -> str:
-    return "-".rjust(width) if value is None else format(value * scale, spec).rjust(width)
+KERNEL_NUMBERS = ("avg", "min", "max", "share", "FLOP", "B", "FLOP/s", "B/s", "%peak")
 
 
-def _pct_of_bound(kernel: dict[str, Any]) -> float | None:
-    """A kernel's share of the roof that bounds it: the compute peak, or the bandwidth."""
-    if kernel.get("bound") == "memory":
-        return kernel.get("pct_peak_bandwidth")
-    return kernel.get("pct_peak_compute")
+def kernel_table(kernels: list[dict[str, Any]]) -> str:
+    """The report's kernels, one row each, its numbers written as the Kernels pane writes them.
+
+    Each numeric column is in the one unit the pane would pick for it (`avg ms`, `GFLOP/s`); the
+    full dispatch names, the FLOPs and bytes of one dispatch are the report's own (the pane has
+    no room for them).
+    """
+    labels: dict[str, str] = {}
+    cells: dict[str, list[str]] = {}
+    for name in ("avg", "min", "max"):
+        labels[name], cells[name] = column(name, [k.get(f"{name}_us") for k in kernels], TIME_US)
+    labels["share"], cells["share"] = "share", [percent(k["share"] * 100) for k in kernels]
+    for name, values in (
+        ("FLOP", [k.get("flops") for k in kernels]),
+        ("B", [k.get("bytes") for k in kernels]),
+        ("FLOP/s", [_scaled(k.get("achieved_tflops"), 1e12) for k in kernels]),
+        ("B/s", [_scaled(k.get("achieved_gbps"), 1e9) for k in kernels]),
+    ):
+        prefix, cells[name] = column("", values, RATE)
+        labels[name] = f"{prefix.strip()}{name}"  # GFLOP, MB, GFLOP/s, MB/s
+    labels["%peak"] = "%peak"
+    cells["%peak"] = [
+        percent(pct_of_bound(k.get("bound"), k.get("pct_peak_compute"), k.get("pct_peak_bandwidth"))) for k in kernels
+    ]
+    header = ("kernel", "count", *(labels[n] for n in KERNEL_NUMBERS), "bound")
+    rows = [header] + [
+        (k["name"], str(k["count"]), *(cells[n][i] for n in KERNEL_NUMBERS), k.get("bound") or "-")
+        for i, k in enumerate(kernels)
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    last = len(header) - 1
+
+    def cell(i: int, text: str) -> str:
+        return text if i == last else text.ljust(widths[i]) if i == 0 else text.rjust(widths[i])
+
+    return "\n".join("  ".join(cell(i, text) for i, text in enumerate(row)).rstrip() for row in rows)
 
 
-def _limits_lines(profile: dict[str, Any]) -> list[str]:
-    """The pass's clocks and the device's peaks (or why they are unknown), and a clock warning."""
-    lines = []
-    clocks = profile.get("clocks")
-    if clocks:
-        start, end = clocks["start"], clocks["end"]
-        power = f", {end['power_w']:.0f} W" if end.get("power_w") is not None else ""
-        lines.append(
-            f"clocks    {clocks['gpu']}: SM {start['sm_mhz']} -> {end['sm_mhz']} MHz "
-            f"(mean {clocks['mean_sm_mhz']:.0f}, max {end.get('max_sm_mhz') or '?'}), "
-            f"memory {clocks['mean_mem_mhz']:.0f} MHz, "
-            f"{end.get('pstate') or '?'}{power}"
-        )
-        reasons = sorted(set(start.get("throttle_reasons") or ()) | set(end.get("throttle_reasons") or ()))
-        if reasons:
-            lines.append(f"          clock event reasons: {', '.join(reasons)}")
-        if clocks.get("warmup"):
-            lines.append(f"          {clocks['warmup']}")
-        if clocks.get("warning"):
-            lines.append(f"WARNING   {clocks['warning']}")
-    elif profile.get("clocks_reason"):
-        lines.append(f"clocks    none: {profile['clocks_reason']}")
-    peaks = profile.get("peaks")
-    if peaks:
-        at = ""
-        if peaks.get("sm_mhz") and peaks.get("compute_scale", 1.0) < 0.999:
-            at = f", at {peaks['sm_mhz']:.0f} MHz x{peaks['compute_scale']:.2f}"
-        f32 = f"{peaks['f32_tflops']:.3g} TFLOP/s f32" if peaks.get("f32_tflops") else "f32 peak unknown"
-        bandwidth = f"{peaks['bandwidth_gbps']:.4g} GB/s" if peaks.get("bandwidth_gbps") else "bandwidth unknown"
-        lines.append(f"peaks     {peaks['part']}: {f32}, {bandwidth}{at} ({peaks['source']})")
-    elif profile.get("peaks_reason"):
-        lines.append(f"peaks     none: {profile['peaks_reason']}")
-    if profile.get("work_source"):
-        lines.append(f"work      {profile['work_source']}")
-    return lines
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
 
 
 DISPATCH_COLUMNS = ("#", "dispatch", "workgroups", "buffers (binding: bytes)", "GPU µs")
@@ -388,7 +369,7 @@ def dispatch_rows(info: dict[str, Any]) -> list[tuple[str, ...]]:
                 name,
                 "x".join(str(c) for c in counts) if counts else "indirect",
                 buffers or "-",
-                f"{duration:.1f}" if duration is not None else "-",
+                fixed(duration),
             )
         )
     return rows

@@ -23,8 +23,9 @@ from gputop.core import nvml
 from gputop.core.errors import ParameterPlacementError
 from gputop.core.params.archive import ParameterEntry
 from gputop.core.snapshot import DeviceInfo
+from gputop.core.units import human_bytes
 
-__all__ = ["DeviceRoom", "ParameterPlacementError", "check_placement", "device_room", "human_bytes"]
+__all__ = ["DeviceRoom", "ParameterPlacementError", "check_placement", "device_room"]
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,6 @@ class DeviceRoom:
     free_bytes: int | None = None
     free_source: str | None = None  # "NVML", "VK_EXT_memory_budget", "host memory available"
     zero_copy_files: bool = False  # host-memory devices map file-backed parameters instead of copying them
-
-
-def human_bytes(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n:.0f} B"
 
 
 def device_room(device: DeviceInfo, mode: str) -> DeviceRoom:
@@ -82,16 +76,16 @@ def check_placement(entries: Sequence[ParameterEntry], device: DeviceInfo, room:
             worst = max(too_large, key=lambda e: e.length)
             more = f" (and {len(too_large) - 1} more)" if len(too_large) > 1 else ""
             raise ParameterPlacementError(
-                f"parameter '{worst.key}' ({human_bytes(worst.length)}) in {worst.path.name} cannot be placed on "
-                f"{device.id}: one allocation may hold at most {human_bytes(room.max_allocation_bytes)} "
+                f"parameter '{worst.key}' ({human_bytes(worst.length, 2)}) in {worst.path.name} cannot be placed on "
+                f"{device.id}: one allocation may hold at most {human_bytes(room.max_allocation_bytes, 2)} "
                 f"({room.max_allocation_source}) and IREE keeps each parameter in one allocation{more}"
             )
     needed = sum(e.length for e in entries if e.splat is not None or not room.zero_copy_files)
     if room.free_bytes is not None and needed > room.free_bytes:
         largest = max(entries, key=lambda e: e.length)
         raise ParameterPlacementError(
-            f"the parameters need {human_bytes(needed)} on {device.id} but only {human_bytes(room.free_bytes)} "
-            f"is free ({room.free_source}); the largest is '{largest.key}' ({human_bytes(largest.length)})"
+            f"the parameters need {human_bytes(needed, 2)} on {device.id} but only {human_bytes(room.free_bytes, 2)} "
+            f"is free ({room.free_source}); the largest is '{largest.key}' ({human_bytes(largest.length, 2)})"
         )
     warnings = []
     if room.max_binding_bytes is not None:
@@ -100,7 +94,8 @@ def check_placement(entries: Sequence[ParameterEntry], device: DeviceInfo, room:
             worst = max(wide, key=lambda e: e.length)
             warnings.append(
                 f"{len(wide)} parameter(s) exceed {device.id}'s maxStorageBufferRange "
-                f"({human_bytes(room.max_binding_bytes)}), the largest '{worst.key}' ({human_bytes(worst.length)}): "
+                f"({human_bytes(room.max_binding_bytes, 2)}), "
+                f"the largest '{worst.key}' ({human_bytes(worst.length, 2)}): "
                 "a dispatch that binds one of them whole will fail"
             )
     return warnings

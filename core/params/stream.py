@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from gputop.core.params.archive import ParameterEntry
-from gputop.core.params.placement import human_bytes
+from gputop.core.units import human_bytes
 
 __all__ = ["ParameterStream", "StreamOptions", "StreamRequest"]
 
@@ -289,7 +289,7 @@ class ParameterStream:
             from gputop.core.processes import first_line
 
             raise RuntimeError(
-                f"RESOURCE_EXHAUSTED; cannot allocate parameter '{request.key}' ({human_bytes(request.length)}) "
+                f"RESOURCE_EXHAUSTED; cannot allocate parameter '{request.key}' ({human_bytes(request.length, 2)}) "
                 f"on the device: {first_line(str(exc))}"
             ) from None
 

@@ -20,7 +20,7 @@ from gputop.core.module.check import compare_outputs, load_reference
 from gputop.core.module.inputs import make_inputs, tool_input_args
 from gputop.core.module.signature import FunctionSignature
 from gputop.core.onnx.onnx_import import graph_signature, imported_interface, interface_changed, random_ops_in
-from gputop.core.params.placement import check_placement, device_room, human_bytes
+from gputop.core.params.placement import check_placement, device_room
 from gputop.core.run.capture import RenderDocHook, timed
 from gputop.core.run.config import TargetKind
 from gputop.core.run.flow import RunContext, end_sampling, timed_teardown
@@ -30,6 +30,7 @@ from gputop.core.run.transfers import observe_exports
 from gputop.core.runners.iree_runner import IreeModuleRun, parameter_mode_for
 from gputop.core.runners.memory import MemorySampler
 from gputop.core.snapshot import OutputCheck
+from gputop.core.units import fixed, gbps, human_bytes
 
 __all__ = ["IreeFlow", "check_outputs", "save_inputs"]
 
@@ -194,11 +195,11 @@ class IreeFlow:
         mode = runner.parameter_mode
         if mode == "mmap" and self._module.devices[0].backend.startswith("local"):
             state.end_parameters(loaded, seconds, mode=mode, zero_copy=True)
-            state.event("info", f"parameters mapped in place by mmap (zero copy): {human_bytes(loaded)}")
+            state.event("info", f"parameters mapped in place by mmap (zero copy): {human_bytes(loaded, 2)}")
             return
         state.end_parameters(loaded, seconds, mode=mode)
-        rate = f", {loaded / seconds / 1e9:.1f} GB/s" if seconds > 0 and loaded else ""
-        state.event("info", f"parameters loaded by {mode}: {human_bytes(loaded)} in {seconds:.2f} s{rate}")
+        rate = f", {gbps(loaded / seconds / 1e9)}" if seconds > 0 and loaded else ""
+        state.event("info", f"parameters loaded by {mode}: {human_bytes(loaded, 2)} in {fixed(seconds, 2)} s{rate}")
 
     def _say_fallback(self) -> None:
         fallback = self.runner.parameter_fallback

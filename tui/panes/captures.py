@@ -19,10 +19,9 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from gputop.tui.bridge import RunSnapshot
+from gputop.tui.bridge import RunSnapshot, human_bytes
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import Column, KeyedTable
-from gputop.tui.report_text import human_bytes
 
 __all__ = ["CapturesPane"]
 

@@ -15,10 +15,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from gputop.tui.bridge import RunSnapshot
+from gputop.tui.bridge import RunSnapshot, human_bytes
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import Column, KeyedTable
-from gputop.tui.report_text import human_bytes
 
 __all__ = ["ExportsPane", "export_rows"]
 

@@ -12,8 +12,8 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
-from gputop.tui.bridge import BUSY_STATES, ParameterLoad, RunSnapshot
-from gputop.tui.report_text import human_bytes, parameters_progress
+from gputop.tui.bridge import BUSY_STATES, ParameterLoad, RunSnapshot, human_bytes
+from gputop.tui.report_text import parameters_progress
 
 STATE_STYLES = {
     "idle": "dim",

@@ -16,10 +16,21 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from gputop.tui.bridge import KernelTiming, ProfileSummary, RunSnapshot
+from gputop.tui.bridge import (
+    RATE,
+    TIME_US,
+    KernelTiming,
+    ProfileSummary,
+    RunSnapshot,
+    column,
+    ms_fixed,
+    pct_of_bound,
+    percent,
+    to_json,
+)
+from gputop.tui.bridge import limits_line as limits_text
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import Column, KeyedTable
-from gputop.tui.panes.units import RATE, TIME_US, column, si
 
 __all__ = ["KernelsPane", "without_function"]
 
@@ -77,15 +88,15 @@ class KernelsPane(BoxPane):
         hint.display = snapshot.profiling
         hint.update("profiling...")
         summary.display = True
-        wall = f" of {profile.call_wall_ms:.3f} ms synced" if profile.call_wall_ms is not None else ""
+        wall = f" of {ms_fixed(profile.call_wall_ms)} synced" if profile.call_wall_ms is not None else ""
         gap = ""
         if profile.gap_ms is not None:
-            gap = f", gap {profile.gap_ms:.3f} ms" if profile.gap_ms >= 0 else " (dispatches overlap)"
+            gap = f", gap {ms_fixed(profile.gap_ms)}" if profile.gap_ms >= 0 else " (dispatches overlap)"
         timing = profile.kernels[0].timing if profile.kernels else ""
         limits = limits_line(profile)
         summary.update(
             f"{profile.source}, {timing}, {profile.calls} calls\n"
-            f"kernels {profile.call_kernel_ms:.3f} ms per call{wall}{gap}" + (f"\n{limits}" if limits else "")
+            f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}" + (f"\n{limits}" if limits else "")
         )
         note = clock_warning(profile)
         warning.display = note is not None
@@ -116,7 +127,7 @@ def kernel_rows(
             numeric["avg"][index],
             numeric["min"][index],
             numeric["max"][index],
-            f"{kernel.share * 100:.1f}%",
+            percent(kernel.share * 100),
             numeric["p50"][index],
             percent_of_bound(kernel),
             kernel.bound or "-",
@@ -128,27 +139,8 @@ def kernel_rows(
 
 def limits_line(profile: ProfileSummary) -> str:
     """The pass's clock and the device's peaks at it, in one line (or why they are unknown)."""
-    parts = []
-    clocks = profile.clocks
-    if clocks is not None:
-        end = clocks.end
-        top = f"/{end.max_sm_mhz}" if end.max_sm_mhz else ""
-        power = f" {end.power_w:.0f} W" if end.power_w is not None else ""
-        parts.append(
-            f"SM {clocks.mean_sm_mhz:.0f}{top} MHz, mem {clocks.mean_mem_mhz:.0f} MHz, {end.pstate or '?'}{power}"
-        )
-    peaks = profile.peaks
-    if peaks is not None:
-        compute = si(peaks.f32_tflops * peaks.compute_scale * 1e12, "FLOP/s f32") if peaks.f32_tflops else "?"
-        memory = si(peaks.bandwidth_gbps * peaks.bandwidth_scale * 1e9, "B/s") if peaks.bandwidth_gbps else "?"
-        parts.append(f"peak {compute}, {memory}")
-    elif profile.peaks_reason:
-        parts.append(profile.peaks_reason)
-    if clocks is None and profile.clocks_reason and peaks is None:
-        parts.append(profile.clocks_reason)
-    if profile.kernels and all(k.flops is None for k in profile.kernels) and profile.work_source:
-        parts.append(f"FLOPs unknown: {profile.work_source}")
-    return "; ".join(parts)
+    data = to_json(profile)
+    return limits_text(data, data["kernels"])
 
 
 def clock_warning(profile: ProfileSummary) -> str | None:
@@ -180,8 +172,5 @@ def short_name(name: str, function: str = "") -> str:
 
 
 def percent_of_bound(kernel: KernelTiming) -> str:
-    """The kernel's share of the ceiling that bounds it: compute peak, or bandwidth."""
-    value = kernel.pct_peak_bandwidth if kernel.bound == "memory" else kernel.pct_peak_compute
-    if value is None:
-        value = kernel.pct_peak_compute if kernel.pct_peak_compute is not None else kernel.pct_peak_bandwidth
-    return "-" if value is None else f"{value:.1f}%"
+    """The kernel's share of the ceiling that bounds it (`pct_of_bound` says which when a peak is missing)."""
+    return percent(pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth))

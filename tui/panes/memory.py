@@ -11,11 +11,9 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
-from gputop.tui.bridge import RunSnapshot
+from gputop.tui.bridge import BYTES, RunSnapshot, column, human_bytes
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.panes.table import Column, KeyedTable
-from gputop.tui.panes.units import BYTES, column
-from gputop.tui.report_text import human_bytes
 
 __all__ = ["MemoryPane"]
 

@@ -15,27 +15,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
-from gputop.tui.bridge import RunSnapshot
+from gputop.tui.bridge import RunSnapshot, ms, seconds
 from gputop.tui.panes.box import BoxPane
 from gputop.tui.report_text import PHASES, parameters_progress
 
 __all__ = ["RunPane"]
-
-
-def seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == 0:
-        return "0"
-    if value < 1e-3:
-        return f"{value * 1e6:.0f} µs"
-    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
-
-
-def ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3f} ms" if value < 10 else f"{value:.1f} ms"
 
 
 def call_rate(snapshot: RunSnapshot) -> str:

@@ -21,9 +21,18 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop.tui.bridge import KernelTiming, ProfileSummary, RunSnapshot, ridge_intensity
+from gputop.tui.bridge import (
+    KernelTiming,
+    ProfileSummary,
+    RunSnapshot,
+    flop_per_byte,
+    mhz,
+    pct_of_bound,
+    percent,
+    ridge_intensity,
+    si,
+)
 from gputop.tui.panes.kernels import without_function
-from gputop.tui.panes.units import si
 
 __all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
 
@@ -195,13 +204,13 @@ def _legend(
     legend = Text()
     clock = ""
     if profile.clocks is not None:
-        clock = f" at {profile.clocks.mean_sm_mhz:.0f} MHz"
+        clock = f" at {mhz(profile.clocks.mean_sm_mhz)}"
         if peaks.boost_mhz and peaks.compute_scale < 0.99:
-            clock += f" (dotted: {peaks.boost_mhz} MHz, the datasheet's)"
+            clock += f" (dotted: {mhz(peaks.boost_mhz)}, the datasheet's)"
     roofs = ", ".join(si(c * 1e12, "FLOP/s") for c in ceilings)
     ridge = ridge_intensity(max(ceilings), bandwidth / 1e9)
     legend.append(
-        f"roofs{clock}: compute {roofs}, memory {si(bandwidth, 'B/s')} (ridge {ridge:.3g} FLOP/B); {peaks.part}\n",
+        f"roofs{clock}: compute {roofs}, memory {si(bandwidth, 'B/s')} (ridge {flop_per_byte(ridge)}); {peaks.part}\n",
         "cyan",
     )
     shown = profile.kernels[:LEGEND_ROWS]
@@ -220,9 +229,9 @@ def _legend(
 def _describe(kernel: KernelTiming) -> str:
     if kernel.intensity is None or kernel.achieved_tflops is None:
         return f"not placed: {kernel.work or 'FLOPs unknown'}"
-    pct = kernel.pct_peak_bandwidth if kernel.bound == "memory" else kernel.pct_peak_compute
-    share = f", {pct:.1f}% of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
-    return f"{kernel.intensity:.3g} FLOP/B, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}"
+    pct = pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth)
+    share = f", {percent(pct)} of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
+    return f"{flop_per_byte(kernel.intensity)}, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}"
 
 
 class RooflineScreen(ModalScreen[None]):

@@ -22,7 +22,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop.tui.bridge import CallBreakdown, CallSegment, RunSnapshot
+from gputop.tui.bridge import CallBreakdown, CallSegment, RunSnapshot, fixed, ms_fixed, percent
 
 __all__ = [
     "KINDS",
@@ -81,11 +81,11 @@ def totals_table(breakdown: CallBreakdown) -> Text:
     lines = Text(no_wrap=True)
     for kind, (label, glyph, style) in KINDS.items():
         value = getattr(breakdown.totals, f"{kind}_ms")
-        share = f"{100 * value / wall:5.1f}%" if wall else "    -"
+        share = percent(100 * value / wall).rjust(6) if wall else "    -"
         lines.append(f"{glyph} {label:<12}", style=style)
-        lines.append(f" {value:>10.3f} ms {share}\n")
-    lines.append(f"  {'kernels':<12} {breakdown.kernel_ms:>10.3f} ms (in busy)\n", style="dim")
-    lines.append(f"  {'call':<12} {wall:>10.3f} ms  100%", style="bold")
+        lines.append(f" {ms_fixed(value):>13} {share}\n")
+    lines.append(f"  {'kernels':<12} {ms_fixed(breakdown.kernel_ms):>13} (in busy)\n", style="dim")
+    lines.append(f"  {'call':<12} {ms_fixed(wall):>13}  100%", style="bold")
     return lines
 
 
@@ -95,7 +95,7 @@ def largest_table(segments: tuple[CallSegment, ...], width: int) -> Text:
     for index, segment in enumerate(largest_segments(segments)):
         label, glyph, style = KINDS.get(segment.kind, (segment.kind, "?", ""))
         lines.append(f"{glyph} {label:<12}", style=style)
-        detail = f" {segment.duration_ms:>9.3f} ms at {segment.start_ms:.3f}: {segment.name}"
+        detail = f" {ms_fixed(segment.duration_ms):>12} at {fixed(segment.start_ms, 3)}: {segment.name}"
         room = max(10, width - 14)
         lines.append(detail if len(detail) <= room else detail[: room - 1] + "…")
         if index < len(largest_segments(segments)) - 1:
@@ -123,11 +123,11 @@ def render_timeline(snapshot: RunSnapshot, width: int) -> Group | Text:
     lines: list[Text | Table] = [
         Text.assemble(
             ("median call ", "bold"),
-            f"{median_ms:.3f} ms of {breakdown.calls} profiled (mean {breakdown.wall_ms:.3f} ms, "
-            f"kernels {breakdown.kernel_ms:.3f} ms)",
+            f"{ms_fixed(median_ms)} of {breakdown.calls} profiled (mean {ms_fixed(breakdown.wall_ms)}, "
+            f"kernels {ms_fixed(breakdown.kernel_ms)})",
         ),
         Text(
-            f"{'':{LABEL_WIDTH}}0 ms{'':{max(0, strip_width - 15)}}{median_ms:>8.3f} ms",
+            f"{'':{LABEL_WIDTH}}0 ms{'':{max(0, strip_width - 15)}}{ms_fixed(median_ms):>11}",
             style="dim",
             no_wrap=True,
             overflow="crop",
