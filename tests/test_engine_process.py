@@ -1,0 +1,205 @@
+"""The TUI's engine runs in its own process, and every key reaches it across the boundary.
+
+Real processes throughout: `EngineProcess` starts `gputop serve` on local-task
+exactly as `gputop TARGET` does, and the real app drives it through Textual's
+Pilot; a served run is followed by an attached viewer; the real `gputop`
+command runs in a pseudo-terminal for kill -9 and SIGSTOP. What is checked
+against an independent source: the process table (psutil) and the session
+manifest say which process ran the engine; the run's own report and manifest
+say what each key did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import end_child, poll, spawn_gputop
+from gputop.core.serving.control_socket import ControlUnavailable, ask
+from gputop.tui.app import GputopApp
+from gputop.tui.bridge import AttachSource, EngineProcess
+from gputop.tui.panes.log import LogPane
+from gputop.tui.screens import DeviceScreen, RooflineScreen, TimelineScreen
+from tui_pilot import calls, choose_device, wait_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from perturbation import Terminal  # noqa: E402  (the benchmark's pseudo-terminal: one copy of it)
+
+MLP = ["demo:mlp", "--device", "local-task"]
+
+
+def log_text(app: GputopApp) -> str:
+    return "\n".join(app.query_one(LogPane).messages)
+
+
+def manifest(folder: Path) -> dict[str, object]:
+    return dict(json.loads((folder / "manifest.json").read_text()))
+
+
+def state_of(folder: Path) -> str | None:
+    try:
+        return str(ask(folder, "hello")["state"])
+    except ControlUnavailable:
+        return None
+
+
+async def test_the_tui_engine_is_another_process_and_every_key_reaches_it(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    source = EngineProcess(MLP, folder)
+    app = GputopApp(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 3, timeout=180)
+        engine = psutil.Process(source.pid)
+        assert source.pid != os.getpid()
+        assert "serve" in engine.cmdline() and engine.ppid() == os.getpid()
+        assert manifest(folder)["pid"] == source.pid  # the record says the same
+        report = ask(folder, "report")["report"]
+        assert report["engine"] == {"pid": source.pid, "owner_pid": os.getpid(), "viewers": 1}
+
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "paused")
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "running")
+
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=180)
+
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await pilot.press("escape")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, RooflineScreen))
+        await pilot.press("escape")
+
+        await pilot.press("c")  # refused on local-task, with the run's own reason
+        await wait_for(pilot, lambda: "Vulkan" in log_text(app))
+
+        await pilot.press("e")
+        await wait_for(pilot, lambda: any(folder.glob("report-*.json")))
+
+        await pilot.press("s")
+        await wait_for(pilot, lambda: any(folder.glob("*.svg")))
+
+        await pilot.press("r")  # reload: the same folder goes on as segment 1
+        await wait_for(
+            pilot, lambda: app.snapshot is not None and app.snapshot.segment == 1 and calls(app) > 2, timeout=180
+        )
+        await choose_device(app, pilot, "local-sync")
+        await wait_for(
+            pilot,
+            lambda: app.snapshot is not None and app.snapshot.device is not None
+            and app.snapshot.device.id == "local-sync" and calls(app) > 1,
+            timeout=180,
+        )  # fmt: skip
+        assert not isinstance(app.screen, DeviceScreen)
+        assert psutil.Process(source.pid).is_running()  # one engine process the whole time
+        await pilot.press("q")
+        await app.workers.wait_for_complete()
+    poll(lambda: source.pid is not None and not psutil.pid_exists(source.pid), timeout=30)
+    record = manifest(folder)
+    assert record["state"] == "stopped" and record["exit_code"] == 0
+    assert [s["segment"] for s in record["segments"]] == [0, 1, 2]  # type: ignore[union-attr]
+
+
+async def test_an_attached_viewer_drives_what_a_viewer_may_and_leaves_the_run_going(tmp_path: Path) -> None:
+    folder = tmp_path / "served"
+    child = spawn_gputop("serve", *MLP, "--session-dir", str(folder), "--metrics-port", "0", "--quiet")
+    try:
+        poll(lambda: child.poll() is not None or state_of(folder) == "running", timeout=180)
+        app = GputopApp(AttachSource(folder))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: calls(app) > 3, timeout=60)
+            await pilot.press("space")
+            await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "paused")
+            await pilot.press("space")
+            await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "running")
+            await pilot.press("p")
+            await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=180)
+            await pilot.press("r")  # not this viewer's to do: said, and nothing happens
+            await wait_for(pilot, lambda: "reload it there" in log_text(app))
+            await pilot.press("q")
+            await app.workers.wait_for_complete()
+        assert state_of(folder) == "running"  # the run goes on without its viewer
+    finally:
+        end_child(child)
+
+
+def test_kill_9_of_the_tui_takes_its_engine_down_with_a_record(tmp_path: Path) -> None:
+    folder = tmp_path / "killed"
+    term = Terminal([sys.executable, "-m", "gputop.tui", *MLP, "--session-dir", str(folder)], (120, 40), dict(os.environ))
+    try:
+        poll(lambda: state_of(folder) == "running", timeout=180)
+        engine_pid = int(str(manifest(folder)["pid"]))
+        assert engine_pid != term.process.pid
+        term.process.kill()
+        term.process.wait()
+        poll(lambda: not psutil.pid_exists(engine_pid), timeout=15)
+        record = manifest(folder)
+        assert record["state"] in ("stopped", "interrupted") and record["ended_at"] is not None
+        assert (folder / "report.json").exists()
+    finally:
+        term.process.kill()
+        term.close()
+
+
+def run_p95(folder: Path, stop_a_viewer: bool) -> float:
+    """p95 of 1200 local-sync calls of `gputop run`, optionally watched by a `gputop attach` under SIGSTOP."""
+    run = spawn_gputop("run", "demo:mlp", "--device", "local-sync", "-n", "1200", "--session-dir", str(folder), "--quiet")
+    viewer: Terminal | None = None
+    try:
+        if stop_a_viewer:
+            poll(lambda: run.poll() is not None or state_of(folder) == "running", timeout=180)
+            viewer = Terminal([sys.executable, "-m", "gputop.tui", "attach", str(folder)], (120, 40), dict(os.environ))
+            poll(lambda: ask(folder, "report")["report"]["engine"]["viewers"] >= 1, timeout=60)
+            viewer.process.send_signal(signal.SIGSTOP)
+        assert run.wait(600) == 0, run.communicate()[1]
+        return float(json.loads((folder / "report.json").read_text())["calls"]["p95_ms"])
+    finally:
+        if viewer is not None:
+            viewer.process.kill()
+            viewer.process.wait()
+            viewer.close()
+        if run.poll() is None:
+            end_child(run)
+
+
+@pytest.mark.slow
+def test_a_stopped_viewer_does_not_slow_the_engine(tmp_path: Path) -> None:
+    """Alternating pairs; the median p95 with a SIGSTOPped viewer within 5% of the unwatched one."""
+    watched, alone = [], []
+    for index in range(3):
+        alone.append(run_p95(tmp_path / f"alone{index}", stop_a_viewer=False))
+        watched.append(run_p95(tmp_path / f"watched{index}", stop_a_viewer=True))
+    ratio = statistics.median(watched) / statistics.median(alone)
+    assert ratio <= 1.05, f"p95 watched {watched} vs alone {alone}: {ratio:.3f}"
+
+
+def test_the_engine_says_why_it_could_not_start_in_one_line(tmp_path: Path) -> None:
+    """A port the engine cannot take: its own line and exit code, before any screen."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "gputop.tui", *MLP, "--metrics-port", str(port), "--session-dir", str(tmp_path / "x")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"{port}" in lines[0] and "Traceback" not in proc.stderr
+    time.sleep(0.5)
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path / "x") in " ".join(p.info["cmdline"] or [])]
