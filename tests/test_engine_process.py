@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tui_pilot import calls, choose_device, wait_for
 
 from conftest import end_child, poll, spawn_gputop
 from gputop.core.serving.control_socket import ControlUnavailable, ask
@@ -29,10 +30,9 @@ from gputop.tui.app import GputopApp
 from gputop.tui.bridge import AttachSource, EngineProcess
 from gputop.tui.panes.log import LogPane
 from gputop.tui.screens import DeviceScreen, RooflineScreen, TimelineScreen
-from tui_pilot import calls, choose_device, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from perturbation import Terminal  # noqa: E402  (the benchmark's pseudo-terminal: one copy of it)
+from perturbation import Terminal
 
 MLP = ["demo:mlp", "--device", "local-task"]
 

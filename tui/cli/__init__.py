@@ -1,0 +1,112 @@
+"""The `gputop` command line: `gputop [TARGET]` (the TUI), `gputop run`, `gputop devices` and the rest.
+
+This package holds one module per command (`run`, `serve`, `web`, `tui`, ...), the options they
+share (`options`) and the headless runner (`headless`); here they become one parser and one
+entry point. Every path through `run_cli` ends in an exit code from gputop's contract (0 ok,
+2 usage, 3 compile, 4 device unavailable, 5 runtime, 6 check failed, 130/143 interrupted) and,
+on failure, one line on stderr. Tracebacks go to a crash log, never to the user's terminal.
+`main` ends the process with `os._exit` once output is flushed, because IREE's bindings can
+print leak warnings or crash in their own teardown at interpreter exit after a clean run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from gputop.core.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGPIPE, GputopError
+from gputop.tui.cli import affinity, attach, capture_info, devices, profile_info, report, run, serve, sessions, web
+from gputop.tui.cli.open import SPEC as OPEN_SPEC
+from gputop.tui.cli.options import Subcommand
+from gputop.tui.cli.tui import build_tui_parser, command_tui
+
+__all__ = ["COMMANDS", "SUBCOMMANDS", "build_parser", "build_tui_parser", "main", "reader_left", "run_cli"]
+
+# Every `gputop COMMAND`, in the order `gputop --help` lists them.
+COMMANDS: tuple[Subcommand, ...] = (
+    run.SPEC,
+    affinity.SPEC,
+    capture_info.SPEC,
+    profile_info.SPEC,
+    serve.SPEC,
+    web.SPEC,
+    sessions.SPEC,
+    report.SPEC,
+    OPEN_SPEC,
+    attach.SPEC,
+    devices.SPEC,
+)
+
+# Every `gputop COMMAND`'s function; anything else on the command line is the TUI's.
+SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {spec.name: spec.command for spec in COMMANDS}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputop",
+        description="Watch IREE modules run on GPUs and CPUs: phases, call times, memory, diagnostics.",
+        epilog="'gputop [TARGET]' starts the live TUI; 'gputop run TARGET' prints a report; 'gputop sessions' "
+        "lists past runs; 'gputop attach SESSION' follows a live one; 'gputop serve TARGET' exports Prometheus "
+        "metrics. Exit codes: 0 ok, 2 usage, 3 compile, 4 device, 5 runtime, 6 check failed, 130/143/129 "
+        "interrupted.",
+    )
+    sub = parser.add_subparsers(dest="command")
+    for spec in COMMANDS:
+        spec.add_arguments(sub.add_parser(spec.name, help=spec.help, description=spec.description))
+    return parser
+
+
+def run_cli(argv: list[str] | None = None) -> int:
+    """Run gputop with `argv`; return the exit code (no os._exit: safe in-process)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            args = build_parser().parse_args(argv)
+            return int(SUBCOMMANDS[args.command](args))
+        if argv and argv[0] in ("-h", "--help"):
+            build_parser().print_help()
+            # The TUI's own options, whole: its usage text wraps over several lines.
+            print("\nThe TUI, gputop [TARGET] [options]:\n" + build_tui_parser().format_help())
+            return EXIT_OK
+        return command_tui(argv)
+    except GputopError as exc:
+        print(f"gputop: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gputop: interrupted", file=sys.stderr)
+        return EXIT_SIGINT
+    except BrokenPipeError:
+        return reader_left()
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_OK
+    except Exception as exc:
+        log = Path(os.environ.get("TMPDIR", "/tmp")) / "gputop-crash.log"
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(traceback.format_exc())
+        print(f"gputop: internal error: {exc} (traceback in {log})", file=sys.stderr)
+        return EXIT_RUNTIME
+
+
+def reader_left() -> int:
+    """stdout's reader closed the pipe: nothing more can be said there, and it is no error of ours."""
+    # Python would try to flush the dead pipe once more at exit and complain; point stdout at /dev/null.
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_SIGPIPE
+
+
+def main() -> None:
+    """Console entry point: run, flush, and leave without IREE's exit-time noise."""
+    code = run_cli()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = reader_left()
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,94 @@
+"""The headless runner behind `gputop run` and `gputop serve`: a `Session` driven to its end without a screen.
+
+It exists apart from the commands because both drive a run the same way: echo the run's events
+and progress on stderr, stop cleanly on a signal (or when the `gputop web` process that started
+it is gone), and end with one line and the exit code of gputop's contract.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from gputop.core.run import Session
+from gputop.core.snapshot import BUSY_STATES, RunSnapshot
+
+__all__ = ["PARAMETERS_EVERY_S", "PROGRESS_EVERY_S", "drive", "ending"]
+
+PROGRESS_EVERY_S = 10.0  # a line while a long import, compile or load goes on
+PARAMETERS_EVERY_S = 0.5  # a line of bytes loaded, GB/s and time left while parameters load
+
+
+def drive(session: Session, *, progress: bool, first_profile: bool = False) -> int:
+    """Run `session` to its end or a signal, echoing its events; returns the signal's exit code or 0."""
+    # imported here: gputop.tui.ending loads Textual (through the bridge), ~130 ms that --help and
+    # `gputop devices` need not pay; report_text (~5 ms) only formats the progress lines
+    from gputop.tui.ending import SignalEnding, parent_pid
+    from gputop.tui.report_text import parameters_progress
+
+    seen = [0]
+    profiled = [not first_profile]
+
+    def on_snapshot(snapshot: RunSnapshot) -> None:
+        for event in snapshot.events:
+            if event.seq > seen[0]:
+                seen[0] = event.seq
+                if progress and event.level != "error":
+                    print(f"gputop: {event.message}", file=sys.stderr, flush=True)
+        if not profiled[0] and snapshot.state == "running":
+            profiled[0] = True  # kernel metrics from the start, not only after the first period
+            session.request_profile()
+
+    session.subscribe(on_snapshot)
+    signals = SignalEnding(
+        interrupt=lambda code: session.stop(exit_code=code),
+        wait=session.wait,
+        abandon=session.record_interrupted_now,
+        face="gputop",
+    )
+    # A child of gputop web lives as long as its server: a server killed outright must not leave it running.
+    parent = parent_pid()
+    signals.install()
+    try:
+        session.start()
+        next_note = 0.0
+        next_parameters = time.monotonic() + PARAMETERS_EVERY_S
+        while not session.wait(0.1):
+            if parent is not None and os.getppid() != parent:
+                gone = f"the process that started this run (pid {parent}) is gone; stopping"
+                print(f"gputop: {gone}", file=sys.stderr, flush=True)
+                session.stop()
+                parent = None
+            snapshot = session.snapshot
+            load = snapshot.parameters
+            if progress and load is not None and not load.done and load.observed:
+                if time.monotonic() >= next_parameters:
+                    print(f"gputop: parameters {parameters_progress(load)}", file=sys.stderr, flush=True)
+                    next_parameters = time.monotonic() + PARAMETERS_EVERY_S
+                continue
+            if progress and snapshot.state in BUSY_STATES and snapshot.state_since:
+                # Long imports and compiles say they are alive, every PROGRESS_EVERY_S seconds.
+                elapsed = time.time() - snapshot.state_since
+                if elapsed >= PROGRESS_EVERY_S and elapsed >= next_note:
+                    print(f"gputop: still {snapshot.state} ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+                    next_note = elapsed + PROGRESS_EVERY_S
+                elif elapsed < next_note - PROGRESS_EVERY_S:
+                    next_note = 0.0  # a new busy state began
+    finally:
+        signals.uninstall()
+    return signals.code or 0
+
+
+def ending(session: Session, stop_code: int) -> int:
+    """The last line and exit code of a headless run: interrupted, failed, check failed, or ok."""
+    if stop_code:
+        print("gputop: interrupted", file=sys.stderr)
+        return stop_code
+    if session.error is not None:
+        print(f"gputop: error: {session.error}", file=sys.stderr)
+        return int(session.error.exit_code)
+    check = session.outcome.check
+    if check is not None and not check.passed:
+        print("gputop: error: outputs do not match the reference", file=sys.stderr)
+    return int(session.exit_code())

@@ -1,0 +1,56 @@
+"""`gputop run TARGET`: one counted run, headless, then its report on stdout (and as JSON with --json).
+
+The command for scripts and CI: the run's options are the shared ones (see `options`), plus the
+report's destination, a RenderDoc capture and a profile pass; `headless` drives the session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gputop.core.run import Session
+from gputop.tui.cli.headless import drive, ending
+from gputop.tui.cli.options import Subcommand, add_run_options, config_from, write_json
+
+__all__ = ["SPEC", "add_arguments", "command_run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_options(parser, "run")
+    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON to PATH ('-' for stdout)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--capture",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="N",
+        help="RenderDoc capture of N calls after the first (Vulkan); verified and listed under captures",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the steady calls, profile as many calls for per-dispatch device times",
+    )
+
+
+def command_run(args: argparse.Namespace) -> int:
+    # imported here: report_text (~5 ms) only formats output, and `gputop --help` need not load it
+    from gputop.tui.report_text import run_report
+
+    session = Session(config_from(args, args.iterations))
+    stop_code = drive(session, progress=not args.quiet)
+    report = session.report or session.current_report()
+    write_json(report, args.json)
+    text_stream = sys.stderr if args.json == "-" else sys.stdout
+    if session.error is not None and not report["calls"].get("count") and report["state"] == "error":
+        # Failed before its first steady call: the error line says it all; the record is where to look.
+        print(f"session   {report['session_dir']}", file=text_stream, flush=True)
+    else:
+        print(run_report(report), file=text_stream, flush=True)
+    return ending(session, stop_code)
+
+
+SPEC = Subcommand("run", "run a module headless and print a report", add_arguments, command_run)

@@ -1,0 +1,74 @@
+"""`gputop serve TARGET`: a run headless until stopped, its live state as Prometheus metrics at /metrics.
+
+The metrics server starts before the session, so a port in use fails fast and leaves no session
+behind; `gputop web` starts one of these as the engine its browsers watch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gputop.core.errors import UsageError
+from gputop.core.run import Session
+from gputop.core.serving.access import exposure_warning, load_token
+from gputop.core.versions import versions
+from gputop.tui.cli.headless import drive, ending
+from gputop.tui.cli.options import Subcommand, add_metrics_options, add_run_options, config_from
+
+__all__ = ["SPEC", "add_arguments", "command_serve"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_options(parser, "serve")
+    add_metrics_options(parser, required=True)
+    parser.add_argument(
+        "--profile-every",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="profile every SECONDS for per-kernel metrics (default 30; 0: never)",
+    )
+    parser.add_argument(
+        "--record-every",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="session record: one sample per SECONDS plus every change (default 5; 0: every sample)",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+
+
+def command_serve(args: argparse.Namespace) -> int:
+    # imported here (as in options.add_metrics_options): prometheus_client costs ~25 ms,
+    # and `import gputop.tui.cli` alone need not pay it
+    from gputop.core.serving.metrics import MetricsServer
+
+    if args.profile_every < 0:
+        raise UsageError("--profile-every must be 0 (never) or positive")
+    config = config_from(args, None, profile_every_s=args.profile_every or None, record_every_s=args.record_every)
+    token = load_token(args.token)
+    sessions: list[Session] = []
+    server = MetricsServer(
+        lambda: sessions[0].snapshot if sessions else None,
+        args.metrics_port,
+        args.metrics_addr,
+        versions=versions(),
+        token=token,
+    )
+    url = server.start()  # before the session: a port in use fails fast, leaving no session behind
+    session = Session(config)
+    sessions.append(session)
+    needs = " (bearer token required)" if token else ""
+    print(f"gputop: serving metrics at {url}{needs} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    warning = exposure_warning("metrics", args.metrics_addr, server.port, token)
+    if warning:
+        print(f"gputop: warning: {warning}", file=sys.stderr, flush=True)
+    stop_code = drive(session, progress=not args.quiet, first_profile=bool(args.profile_every))
+    server.stop()
+    return ending(session, stop_code)
+
+
+SPEC = Subcommand(
+    "serve", "run headless until stopped, with Prometheus metrics at /metrics", add_arguments, command_serve
+)

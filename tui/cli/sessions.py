@@ -1,0 +1,39 @@
+"""`gputop sessions`: the past and live runs in the session store, one row each (or JSON).
+
+The way to find a SESSION id for `gputop report`, `gputop open` and `gputop attach`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from gputop.core.errors import EXIT_OK
+from gputop.core.snapshot import to_json
+from gputop.tui.cli.options import Subcommand
+
+__all__ = ["SPEC", "add_arguments", "command_sessions"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+
+def command_sessions(args: argparse.Namespace) -> int:
+    # imported here: the store's reader and report_text cost ~8 ms that `gputop --help` need not pay
+    from gputop.core.store.reader import list_sessions
+    from gputop.tui.report_text import sessions_table
+
+    entries = list_sessions()
+    if args.json:
+        print(json.dumps(to_json(entries), indent=2))
+    elif entries:
+        print(sessions_table(to_json(entries)))
+    else:
+        print("no sessions yet: 'gputop run TARGET' or 'gputop' records one")
+    return EXIT_OK
+
+
+SPEC = Subcommand(
+    "sessions", "list past sessions: time, target, device, state, duration", add_arguments, command_sessions
+)
