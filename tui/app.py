@@ -35,11 +35,9 @@ from gputop.tui.bridge import (
     AttachSource,
     CallStats,
     CaptureInfo,
-    EngineBridge,
     EngineProcess,
     Phases,
     ReplaySource,
-    RunConfig,
     RunSnapshot,
     SnapshotArrived,
     SnapshotSource,
@@ -59,7 +57,7 @@ from gputop.tui.panes import (
 )
 from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen, RooflineScreen, TimelineScreen
 
-__all__ = ["GputopApp", "run_app", "run_attached", "run_replay"]
+__all__ = ["GputopApp", "run_attached", "run_engine_app", "run_replay"]
 
 MIN_FRAME_S = 0.1  # draw at most 10 times a second, whatever the data rate
 # Below either, the panes take turns (a tab row names them all; 1-5, p and c bring one forward):
@@ -482,32 +480,17 @@ class GputopApp(App[int]):
                 self.exit(1)
 
 
-def run_app(config: RunConfig, metrics: tuple[int, str, str | None] | None = None) -> int:
-    """Start the TUI on a live engine, with metrics on (port, addr, token) if asked; returns the exit code."""
-    bridge = EngineBridge(config)
-    if metrics is not None:
-        url = bridge.serve_metrics(*metrics)  # before the screen is taken: a port in use is one line, as ever
-        print(f"gputop: serving metrics at {url}", file=sys.stderr, flush=True)
-        if bridge.metrics_warning:
-            print(f"gputop: warning: {bridge.metrics_warning}", file=sys.stderr, flush=True)
-    app = GputopApp(bridge, handle_signals=True)
-    try:
-        code = app.run()
-    finally:
-        bridge.stop_metrics()
-    if bridge.session_dir is not None:
-        # The screen is gone: say where the run went (gputop report/open take this folder).
-        print(f"gputop: session recorded in {bridge.session_dir}", file=sys.stderr, flush=True)
-    return code or 0
-
-
-def run_engine_app(engine_args: list[str], folder: Path) -> int:
+def run_engine_app(engine_args: list[str], folder: Path, *, announce: bool = False) -> int:
     """Start the engine as its own process (`gputop serve`) and the TUI as its owning viewer; returns the exit code.
 
     The engine's first words (a port in use, a bad option it alone sees) are
-    one line here, before the screen is taken.
+    one line here, before the screen is taken; with `announce`, so are its
+    metrics URL and any exposure warning.
     """
     source = EngineProcess(engine_args, folder)
+    if announce:
+        for line in source.startup_lines():
+            print(line, file=sys.stderr, flush=True)
     app = GputopApp(source, handle_signals=True)
     try:
         code = app.run()

@@ -123,7 +123,8 @@ class AttachSource:
         target.post_message(SourceNote(level, text))
 
     def _follow(self, target: _Poster) -> None:
-        self._note(target, "info", f"following {self._folder}: {self.origin}")
+        if self.origin:  # another process's run: say whose (the TUI's own engine needs no introduction)
+            self._note(target, "info", f"following {self._folder}: {self.origin}")
         last_ended = float("-inf")
         while not self._stop.is_set():
             self._stream(target)
@@ -302,6 +303,15 @@ class EngineProcess(AttachSource):
             time.sleep(0.05)
         self._kill()
         raise GputopError(f"the engine did not start within {self.START_TIMEOUT_S:.0f} s (see {self._log_path})")
+
+    def startup_lines(self) -> list[str]:
+        """What the engine said on starting that its user should see: where its metrics are, and warnings."""
+        try:
+            text = self._log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        wanted = ("gputop: serving metrics", "gputop: warning")
+        return [line.replace(" (Ctrl-C to stop)", "") for line in text.splitlines() if line.startswith(wanted)]
 
     def _engine_said(self) -> str:
         """The engine's last line, without its `gputop: error: ` prefix (it is said again by this process)."""

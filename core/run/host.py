@@ -77,6 +77,13 @@ class RunHost:
         if self._session is not None:
             self._session.stop(exit_code=exit_code)
 
+    def request_profile(self) -> str | None:
+        return self.session.request_profile()
+
+    def record_interrupted_now(self, exit_code: int) -> None:
+        """A second signal: the current segment writes its ending now (see `Session.record_interrupted_now`)."""
+        self.session.record_interrupted_now(exit_code)
+
     def wait(self, timeout: float | None = None) -> bool:
         """True once the current session has ended and no restart is under way."""
         session = self._session

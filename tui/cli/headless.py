@@ -1,4 +1,4 @@
-"""The headless runner behind `gputop run` and `gputop serve`: a `Session` driven to its end without a screen.
+"""The headless runner behind `gputop run` and `gputop serve`: a run driven to its end without a screen.
 
 It exists apart from the commands because both drive a run the same way: echo the run's events
 and progress on stderr, stop cleanly on a signal (or when the `gputop web` process that started
@@ -12,6 +12,7 @@ import sys
 import time
 
 from gputop.core.run import Session
+from gputop.core.run.host import RunHost
 from gputop.core.snapshot import BUSY_STATES, RunSnapshot
 
 __all__ = ["PARAMETERS_EVERY_S", "PROGRESS_EVERY_S", "drive", "ending"]
@@ -20,8 +21,11 @@ PROGRESS_EVERY_S = 10.0  # a line while a long import, compile or load goes on
 PARAMETERS_EVERY_S = 0.5  # a line of bytes loaded, GB/s and time left while parameters load
 
 
-def drive(session: Session, *, progress: bool, first_profile: bool = False) -> int:
-    """Run `session` to its end or a signal, echoing its events; returns the signal's exit code or 0."""
+def drive(host: RunHost, *, progress: bool, first_profile: bool = False) -> int:
+    """Run `host`'s session (and any reload its owner asks for) to its end or a signal, echoing its events.
+
+    Returns the signal's exit code, or 0.
+    """
     # imported here: gputop.tui.ending loads Textual (through the bridge), ~130 ms that --help and
     # `gputop devices` need not pay; report_text (~5 ms) only formats the progress lines
     from gputop.tui.ending import SignalEnding, parent_pid
@@ -38,29 +42,29 @@ def drive(session: Session, *, progress: bool, first_profile: bool = False) -> i
                     print(f"gputop: {event.message}", file=sys.stderr, flush=True)
         if not profiled[0] and snapshot.state == "running":
             profiled[0] = True  # kernel metrics from the start, not only after the first period
-            session.request_profile()
+            host.request_profile()
 
-    session.subscribe(on_snapshot)
+    host.subscribe(on_snapshot)
     signals = SignalEnding(
-        interrupt=lambda code: session.stop(exit_code=code),
-        wait=session.wait,
-        abandon=session.record_interrupted_now,
+        interrupt=lambda code: host.stop(exit_code=code),
+        wait=host.wait,
+        abandon=host.record_interrupted_now,
         face="gputop",
     )
     # A child of gputop web lives as long as its server: a server killed outright must not leave it running.
     parent = parent_pid()
     signals.install()
     try:
-        session.start()
+        host.start()
         next_note = 0.0
         next_parameters = time.monotonic() + PARAMETERS_EVERY_S
-        while not session.wait(0.1):
+        while not host.wait(0.1):
             if parent is not None and os.getppid() != parent:
                 gone = f"the process that started this run (pid {parent}) is gone; stopping"
                 print(f"gputop: {gone}", file=sys.stderr, flush=True)
-                session.stop()
+                host.stop()
                 parent = None
-            snapshot = session.snapshot
+            snapshot = host.session.snapshot
             load = snapshot.parameters
             if progress and load is not None and not load.done and load.observed:
                 if time.monotonic() >= next_parameters:

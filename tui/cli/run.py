@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gputop.core.run import Session
+from gputop.core.run.host import RunHost
 from gputop.tui.cli.headless import drive, ending
 from gputop.tui.cli.options import Subcommand, add_run_options, config_from, write_json
 
@@ -40,8 +40,9 @@ def command_run(args: argparse.Namespace) -> int:
     # imported here: report_text (~5 ms) only formats output, and `gputop --help` need not load it
     from gputop.tui.report_text import run_report
 
-    session = Session(config_from(args, args.iterations))
-    stop_code = drive(session, progress=not args.quiet)
+    host = RunHost(config_from(args, args.iterations))
+    stop_code = drive(host, progress=not args.quiet)
+    session = host.session
     report = session.report or session.current_report()
     write_json(report, args.json)
     text_stream = sys.stderr if args.json == "-" else sys.stdout

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from gputop.core.errors import UsageError
-from gputop.core.run import Session
+from gputop.core.run.host import RunHost
 from gputop.core.serving.access import exposure_warning, load_token
 from gputop.core.versions import versions
 from gputop.tui.cli.headless import drive, ending
@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="session record: one sample per SECONDS plus every change (default 5; 0: every sample)",
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    # The TUI that started this engine (`gputop TARGET`): its requests may stop, reload and move the run,
+    # and the engine ends with it. Not for users: the TUI passes it.
+    parser.add_argument("--owner-pid", type=int, default=None, help=argparse.SUPPRESS)
 
 
 def command_serve(args: argparse.Namespace) -> int:
@@ -48,25 +51,23 @@ def command_serve(args: argparse.Namespace) -> int:
         raise UsageError("--profile-every must be 0 (never) or positive")
     config = config_from(args, None, profile_every_s=args.profile_every or None, record_every_s=args.record_every)
     token = load_token(args.token)
-    sessions: list[Session] = []
+    host = RunHost(config, owner_pid=args.owner_pid)
     server = MetricsServer(
-        lambda: sessions[0].snapshot if sessions else None,
+        lambda: host.snapshot,
         args.metrics_port,
         args.metrics_addr,
         versions=versions(),
         token=token,
     )
     url = server.start()  # before the session: a port in use fails fast, leaving no session behind
-    session = Session(config)
-    sessions.append(session)
     needs = " (bearer token required)" if token else ""
     print(f"gputop: serving metrics at {url}{needs} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     warning = exposure_warning("metrics", args.metrics_addr, server.port, token)
     if warning:
         print(f"gputop: warning: {warning}", file=sys.stderr, flush=True)
-    stop_code = drive(session, progress=not args.quiet, first_profile=bool(args.profile_every))
+    stop_code = drive(host, progress=not args.quiet, first_profile=bool(args.profile_every))
     server.stop()
-    return ending(session, stop_code)
+    return ending(host.session, stop_code)
 
 
 SPEC = Subcommand(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from gputop.core.paths import new_session_dir
 from gputop.core.serving.access import load_token
 from gputop.tui.cli.options import add_run_options, config_from
 
@@ -24,12 +25,21 @@ def build_tui_parser() -> argparse.ArgumentParser:
 
 
 def command_tui(argv: list[str]) -> int:
+    """The TUI as a viewer of its own engine: `gputop serve` with the same options, in a child process.
+
+    Bad options fail here, once, before anything starts; the engine's own
+    first words (a port in use) come back as one line before the screen.
+    """
     args = build_tui_parser().parse_args(argv)
     config = config_from(args, None)
+    load_token(args.token)  # a token file that cannot be read is this command's error, not the engine's
+    folder = args.session_dir or new_session_dir(label=config.target_info.label)
+    engine = list(argv)
+    if args.metrics_port is None:
+        engine += ["--metrics-port", "0"]  # serve needs one: any free port on 127.0.0.1, nobody is told
+    if args.profile_every is None:
+        engine += ["--profile-every", "0"]  # as ever in the TUI: profile passes when the user presses p
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it
-    from gputop.tui.app import run_app
+    from gputop.tui.app import run_engine_app
 
-    metrics = None
-    if args.metrics_port is not None:
-        metrics = (args.metrics_port, args.metrics_addr, load_token(args.token))
-    return run_app(config, metrics)
+    return run_engine_app(engine, folder, announce=args.metrics_port is not None)
