@@ -155,17 +155,26 @@ def test_kill_9_of_the_tui_takes_its_engine_down_with_a_record(tmp_path: Path) -
 
 
 def run_p95(folder: Path, stop_a_viewer: bool) -> float:
-    """p95 of 1200 local-sync calls of `gputop run`, optionally watched by a `gputop attach` under SIGSTOP."""
-    run = spawn_gputop(
-        "run", "demo:mlp", "--device", "local-sync", "-n", "1200", "--session-dir", str(folder), "--quiet"
-    )
+    """p95 of 800 local-sync calls of `gputop run`, optionally watched by a `gputop attach` under SIGSTOP.
+
+    Both ways pause the run once it runs and resume it a second later, so
+    that (nearly) every call is made while the viewer, if any, is stopped:
+    its start-up and first frames compete with no call that is counted.
+    """
+    args = ("run", "demo:mlp", "--device", "local-sync", "-n", "800", "--session-dir", str(folder), "--quiet")
+    run = spawn_gputop(*args)
     viewer: Terminal | None = None
     try:
+        poll(lambda: run.poll() is not None or state_of(folder) == "running", timeout=180)
+        assert ask(folder, "toggle_pause")["state"] == "paused"
         if stop_a_viewer:
-            poll(lambda: run.poll() is not None or state_of(folder) == "running", timeout=180)
-            viewer = Terminal([sys.executable, "-m", "gputop.tui", "attach", str(folder)], (120, 40), dict(os.environ))
+            command = [sys.executable, "-m", "gputop.tui", "attach", str(folder)]
+            viewer = Terminal(command, (120, 40), dict(os.environ))
             poll(lambda: ask(folder, "report")["report"]["engine"]["viewers"] >= 1, timeout=60)
+            time.sleep(1.0)  # its first frames drawn
             viewer.process.send_signal(signal.SIGSTOP)
+        time.sleep(1.0)
+        assert ask(folder, "toggle_pause")["state"] == "running"
         assert run.wait(600) == 0, run.communicate()[1]
         return float(json.loads((folder / "report.json").read_text())["calls"]["p95_ms"])
     finally:
@@ -181,7 +190,7 @@ def run_p95(folder: Path, stop_a_viewer: bool) -> float:
 def test_a_stopped_viewer_does_not_slow_the_engine(tmp_path: Path) -> None:
     """Alternating pairs; the median p95 with a SIGSTOPped viewer within 5% of the unwatched one."""
     watched, alone = [], []
-    for index in range(3):
+    for index in range(5):  # the 2-core machine's own noise moves a p95 by more than 5% now and then
         alone.append(run_p95(tmp_path / f"alone{index}", stop_a_viewer=False))
         watched.append(run_p95(tmp_path / f"watched{index}", stop_a_viewer=True))
     ratio = statistics.median(watched) / statistics.median(alone)
