@@ -45,7 +45,7 @@ from gputop.core.serving.control_socket import ControlUnavailable, ask
 
 GPUTOP = [sys.executable, "-m", "gputop.tui"]
 WAYS = ("headless", "tui", "served")
-BREAKDOWN = ("host", "queue", "alloc", "device_busy", "device_idle", "return_wait", "unaccounted")
+BREAKDOWN = ("host", "queue", "alloc", "device_busy", "device_idle", "return_wait", "unaccounted")  # totals, in ms
 
 
 class Terminal:
@@ -188,7 +188,8 @@ def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, e
         row["viewer"] = json.loads(stats_path.read_text())
     breakdown = report.get("call_breakdown")
     if breakdown:
-        row["breakdown_ms"] = {"wall": breakdown.get("wall_ms"), **breakdown.get("totals", {})}
+        totals = breakdown.get("totals", {})
+        row["breakdown_ms"] = {"wall": breakdown.get("wall_ms"), **{k: totals.get(f"{k}_ms") for k in BREAKDOWN}}
     return row
 
 

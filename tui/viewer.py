@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+import psutil
 from textual.message import Message
 
 from gputop.core.errors import EXIT_SIGHUP, EXIT_SIGINT, EngineExited, GputopError, UsageError
@@ -166,6 +167,11 @@ class AttachSource:
         ended = self._follower.ended()
         if ended is None:
             return False
+        pid = self._follower.manifest.get("pid")
+        if ended != "crashed" and isinstance(pid, int) and psutil.pid_exists(pid):
+            # The manifest says the segment ended, but its engine lives on: a reload or a device switch is
+            # under way, and the next segment will open the stream again. The run ends with its process.
+            return False
         last = self._follower.newest()  # what it wrote while ending
         if last is not None:
             self._post(target, last)
@@ -265,6 +271,7 @@ class EngineProcess(AttachSource):
         self._engine_args = engine_args
         self._process: subprocess.Popen[bytes] | None = None
         self._log_path = folder / ENGINE_LOG
+        self._interrupted: int | None = None  # the exit code of a signal the viewer passed on
         self._spawn()
         super().__init__(folder)
         self.origin = None  # the run is this viewer's own: `q` ends it
@@ -343,7 +350,9 @@ class EngineProcess(AttachSource):
         """Stop the engine (its run records its ending) and stop following; True once it has gone."""
         process = self._process
         if process is not None and process.poll() is None:
-            self._ask("stop")
+            # After a signal, the stop carries its code too: whichever reaches the engine first, it records it.
+            code = {"exit_code": self._interrupted} if self._interrupted else {}
+            self._ask("stop", **code)
             try:
                 process.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -357,6 +366,7 @@ class EngineProcess(AttachSource):
 
     def interrupt(self, exit_code: int) -> None:
         """A signal reached the viewer: the engine gets the same one, and records `interrupted` with its code."""
+        self._interrupted = exit_code
         signum = {EXIT_SIGINT: signal.SIGINT, EXIT_SIGHUP: signal.SIGHUP}.get(exit_code, signal.SIGTERM)
         self._signal(signum)
 
