@@ -28,7 +28,7 @@ import numpy as np
 
 from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
-from gputop.core.processes import last_line, run_logged
+from gputop.core.processes import child_options, last_line, run_logged
 from gputop.core.profiling.call_marks import call_windows, marks_environment, marks_library, read_marks
 from gputop.core.profiling.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
 from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
@@ -604,7 +604,7 @@ def explain_hints(bundle: Path) -> tuple[str, ...]:
     try:
         proc = subprocess.run(
             [runtime_tool("iree-profile"), "explain", "--format=jsonl", str(bundle)],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True, text=True, timeout=120, **child_options(),
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired, ProfileError):
         return ()
