@@ -1,0 +1,198 @@
+"""Faults injected for real: a corrupt cached module, a killed gputop, poisoned sessions, a scrape flood.
+
+Each test makes the fault happen (flipped bytes on disk, SIGKILL, SIGSTOP,
+manifests that lie, half-open sockets) and checks that gputop says one line
+and goes on, and that nothing it started is left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import poll, run_gputop, spawn_gputop
+from gputop.core.module.compile import find_compiler
+from gputop.core.processes import run_logged
+
+LOCAL_FLAGS = ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu")
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path) -> dict[str, str]:
+    """A compile cache of the test's own (in its tmp_path), so flipped bytes and leftovers hurt no other test."""
+    return {"GPUTOP_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def _cached_modules(cache: Path) -> list[Path]:
+    return sorted((cache / "vmfb").glob("*.vmfb"))
+
+
+# --- 3. a cached module is checked against its digest ---------------------------------------------------
+
+
+def test_a_corrupt_cached_module_is_rebuilt_not_loaded(own_cache: dict[str, str]) -> None:
+    cache = Path(own_cache["GPUTOP_CACHE_DIR"])
+    first = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", "--json", "-", env=own_cache)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["compile"]["cache_hit"] is False
+    [vmfb] = _cached_modules(cache)
+
+    # 64 flipped bytes in the middle of the module: loading it crashed the process (SIGSEGV, SIGILL, SIGBUS).
+    data = bytearray(vmfb.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
+    vmfb.write_bytes(bytes(data))
+
+    again = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", "--json", "-", env=own_cache)
+    assert again.returncode == 0, (again.returncode, again.stderr)
+    report = json.loads(again.stdout)
+    assert report["compile"]["cache_hit"] is False
+    assert report["check"]["passed"] is True
+    notes = [line for line in again.stderr.splitlines() if "is corrupt" in line]
+    assert len(notes) == 1, again.stderr
+    assert str(vmfb) in notes[0] and "sha256 does not match" in notes[0] and "compiling it again" in notes[0]
+    assert vmfb.read_bytes() != bytes(data)
+    # The digest beside it, in `sha256sum -c` format.
+    assert vmfb.with_suffix(".sha256").read_text().split() == [hashlib.sha256(vmfb.read_bytes()).hexdigest(), vmfb.name]
+
+    # Rebuilt and its digest rewritten: the third run is a plain cache hit, with nothing said.
+    third = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", "--json", "-", env=own_cache)
+    assert third.returncode == 0, third.stderr
+    assert json.loads(third.stdout)["compile"]["cache_hit"] is True
+    assert "is corrupt" not in third.stderr
+
+
+def test_a_truncated_or_undigested_cached_module_is_rebuilt(own_cache: dict[str, str]) -> None:
+    cache = Path(own_cache["GPUTOP_CACHE_DIR"])
+    assert run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "1", env=own_cache).returncode == 0
+    [vmfb] = _cached_modules(cache)
+    with open(vmfb, "r+b") as handle:  # truncated, as by a full disk or a copy cut short
+        handle.truncate(vmfb.stat().st_size // 3)
+    proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "1", "--json", "-", env=own_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["compile"]["cache_hit"] is False
+    assert "sha256 does not match" in proc.stderr
+
+    vmfb.with_suffix(".sha256").unlink()  # a cache written before digests were kept
+    proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "1", "--json", "-", env=own_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["compile"]["cache_hit"] is False
+    assert "it has no digest" in proc.stderr
+
+
+# --- 5. children die with gputop; what a killed compile leaves is removed; a stopped compiler is said ------
+
+
+def _slow_module(folder: Path, layers: int = 150) -> Path:
+    """MLIR that takes the compiler a while (seconds per few dozen layers): a chain of matmuls of distinct widths."""
+    sizes = [16 + 8 * i for i in range(layers + 1)]
+    weights = ", ".join(f"%w{i}: tensor<{sizes[i]}x{sizes[i + 1]}xf32>" for i in range(layers))
+    lines = [
+        f"func.func @chain(%x: tensor<8x{sizes[0]}xf32>, {weights}) -> tensor<8x{sizes[-1]}xf32> {{",
+        "  %zero = arith.constant 0.0 : f32",
+    ]
+    previous = "%x"
+    for i in range(layers):
+        a, b = sizes[i], sizes[i + 1]
+        lines += [
+            f"  %e{i} = tensor.empty() : tensor<8x{b}xf32>",
+            f"  %f{i} = linalg.fill ins(%zero : f32) outs(%e{i} : tensor<8x{b}xf32>) -> tensor<8x{b}xf32>",
+            f"  %m{i} = linalg.matmul ins({previous}, %w{i} : tensor<8x{a}xf32>, tensor<{a}x{b}xf32>)"
+            f" outs(%f{i} : tensor<8x{b}xf32>) -> tensor<8x{b}xf32>",
+        ]
+        previous = f"%m{i}"
+    lines += [f"  return {previous} : tensor<8x{sizes[-1]}xf32>", "}"]
+    path = folder / f"slow{layers}.mlir"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _compilers_of(pid: int) -> list[psutil.Process]:
+    try:
+        return [c for c in psutil.Process(pid).children(recursive=True) if "iree-compile" in c.name()]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE  # killed, waiting for init to reap it
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_killed_gputop_takes_its_compiler_along_and_the_next_run_cleans_up(
+    tmp_path: Path, own_cache: dict[str, str]
+) -> None:
+    vmfb_dir = Path(own_cache["GPUTOP_CACHE_DIR"]) / "vmfb"
+    source = _slow_module(tmp_path)
+    child = spawn_gputop("run", str(source), "--device", "local-task", "-n", "1", env=own_cache)
+    compilers: list[psutil.Process] = []
+    try:
+        compilers = poll(lambda: _compilers_of(child.pid), timeout=60)
+        # The compiler has started writing: its dump of executable sources goes into a *.partial folder.
+        poll(lambda: list(vmfb_dir.glob("*.partial")), timeout=60)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        # The compiler (at full CPU for seconds more) dies with it.
+        poll(lambda: all(_gone(c) for c in compilers), timeout=5)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        for compiler in compilers:  # without the parent-death signal, it would run on: end it here
+            if not _gone(compiler):
+                compiler.kill()
+        if child.stderr is not None:
+            child.stderr.close()
+    left = sorted(p.name for p in vmfb_dir.glob("*.partial"))
+    assert left and all(f".{child.pid}." in name for name in left), left
+
+    # The next run's compile removes what the killed one left (its pid is gone), and only that.
+    alive = vmfb_dir / f"{'0' * 32}.{os.getpid()}.1.partial"  # a compile of this live process: kept
+    alive.write_bytes(b"")
+    proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "1", env=own_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in vmfb_dir.glob("*.partial")) == [alive.name]
+    alive.unlink()
+
+
+def test_a_stopped_compiler_is_said_to_make_no_progress(tmp_path: Path) -> None:
+    source = _slow_module(tmp_path, layers=120)
+    command = [find_compiler(), str(source), *LOCAL_FLAGS, "-o", str(tmp_path / "slow.vmfb")]
+    said: list[float] = []
+    cancel = threading.Event()
+    outcome: list[BaseException] = []
+
+    def compile_it() -> None:
+        try:
+            run_logged(command, tmp_path / "compile.log", cancel, what="compile", on_stall=said.append, stall_s=1.0)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=compile_it)
+    worker.start()
+    compiler: psutil.Process | None = None
+    try:
+        compiler = poll(lambda: next(iter(_compilers_of(os.getpid())), None), timeout=30)
+        poll(lambda: sum(compiler.cpu_times()[:2]) > 0.2, timeout=30)  # busy compiling
+        assert said == []
+        compiler.send_signal(signal.SIGSTOP)
+        time.sleep(3.5)
+        assert said[:3] == [1.0, 2.0, 3.0][: len(said[:3])] and 2 <= len(said) <= 4, said
+        compiler.send_signal(signal.SIGCONT)
+    finally:
+        if compiler is not None and not _gone(compiler):
+            compiler.send_signal(signal.SIGCONT)
+        cancel.set()
+        worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert outcome and "cancelled" in str(outcome[0])
