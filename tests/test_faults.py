@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import poll, run_gputop, spawn_gputop
+from conftest import assert_one_line_error, poll, run_gputop, spawn_gputop
 from gputop.core.module.compile import find_compiler
 from gputop.core.processes import run_logged
 
@@ -196,3 +198,132 @@ def test_a_stopped_compiler_is_said_to_make_no_progress(tmp_path: Path) -> None:
         worker.join(timeout=30)
     assert not worker.is_alive()
     assert outcome and "cancelled" in str(outcome[0])
+
+
+# --- 4 and 8. one bad session folder hides nothing; a report is rebuilt from the last valid sample ------
+
+
+def _good_session(state: Path, cache: dict[str, str]) -> Path:
+    proc = run_gputop(
+        "run", "demo:mlp", "--device", "local-task", "-n", "2", "--json", "-", "--quiet",
+        env={**cache, "GPUTOP_STATE_DIR": str(state)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return Path(json.loads(proc.stdout)["session_dir"])
+
+
+def _poison(good: Path, name: str, **changes: object) -> Path:
+    """A copy of a real session, without its report, whose manifest says `changes` (inf is written as Infinity)."""
+    folder = good.parent / name
+    shutil.copytree(good, folder)
+    (folder / "report.json").unlink()  # cut off before its end: its report is rebuilt from the manifest
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest.update(changes, id=name)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_poisoned_session_folders_are_named_and_the_rest_listed(
+    tmp_path: Path, own_cache: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputop.core.store.reader import scan_sessions
+
+    state = tmp_path / "state"
+    good = _good_session(state, own_cache)
+    bad = {
+        _poison(good, "20000101-000000-null", started_at=None): "started_at is null, not a time",
+        _poison(good, "20000101-000001-string", started_at="yesterday"): 'started_at is "yesterday", not a time',
+        _poison(good, "20000101-000002-inf", started_at=float("inf")): "started_at is Infinity, not a time",
+        _poison(good, "20000101-000003-list", target=["demo:mlp"]): 'target is ["demo:mlp"], not a str',
+    }
+    as_folder = _poison(good, "20000101-000004-folder")
+    (as_folder / "manifest.json").unlink()
+    (as_folder / "manifest.json").mkdir()  # reading it fails with EISDIR
+    bad[as_folder] = "unreadable manifest (is a directory)"
+    binary = _poison(good, "20000101-000005-binary")
+    (binary / "manifest.json").write_bytes(b"\xff\xfe{not json")
+    bad[binary] = "unreadable manifest ("
+
+    monkeypatch.setenv("GPUTOP_STATE_DIR", str(state))
+    scan = scan_sessions()
+    assert [e.id for e in scan.entries] == [good.name]
+    skipped = {s.path: s.reason for s in scan.skipped}
+    for folder, reason in bad.items():
+        assert reason in skipped.pop(str(folder)), (folder, skipped)
+    assert skipped == {}
+
+    env = {**own_cache, "GPUTOP_STATE_DIR": str(state)}
+    listing = run_gputop("sessions", env=env)
+    assert listing.returncode == 0, listing.stderr
+    assert good.name in listing.stdout and "internal error" not in listing.stderr
+    as_json = run_gputop("sessions", "--json", env=env)
+    assert as_json.returncode == 0 and [e["id"] for e in json.loads(as_json.stdout)] == [good.name]
+    report = run_gputop("report", good.name, "--json", "-", env=env)
+    assert report.returncode == 0 and json.loads(report.stdout)["state"] == "finished", report.stderr
+    for folder, reason in bad.items():
+        for command in ("report", "open"):
+            proc = run_gputop(command, folder.name, env=env)
+            assert_one_line_error(proc, 2, reason)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="needs POSIX users")
+def test_an_unreadable_session_folder_is_named(
+    tmp_path: Path, own_cache: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputop.core.store.reader import scan_sessions
+
+    # Root reads every folder: the scan then runs as nobody (effective uid), for whom mode 000 is unreadable.
+    as_root = os.geteuid() == 0
+    state = Path(tempfile.mkdtemp(prefix="gputop-unreadable-")) if as_root else tmp_path / "state"
+    hidden: Path | None = None
+    try:
+        good = _good_session(state, own_cache)
+        hidden = _poison(good, "20000101-000000-hidden")
+        for path in [state, *state.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        hidden.chmod(0)
+        monkeypatch.setenv("GPUTOP_STATE_DIR", str(state))
+        if as_root:
+            os.seteuid(65534)
+        try:
+            scan = scan_sessions()
+        finally:
+            if as_root:
+                os.seteuid(0)
+        assert [e.id for e in scan.entries] == [good.name]
+        assert [(s.path, s.reason) for s in scan.skipped] == [(str(hidden), "cannot be read (permission denied)")]
+    finally:
+        if hidden is not None:
+            hidden.chmod(0o755)
+        if as_root:
+            shutil.rmtree(state)
+
+
+def test_a_report_is_rebuilt_from_the_last_valid_sample(
+    tmp_path: Path, own_cache: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputop.core.store.reader import read_report, scan_samples
+
+    folder = tmp_path / "s"
+    proc = run_gputop(
+        "run", "demo:mlp", "--device", "local-task", "-n", "3", "--session-dir", str(folder), env=own_cache
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = (folder / "samples.jsonl").read_bytes().splitlines()
+    last = json.loads(lines[-1])
+    # Cut off as by a kill: no report, the manifest still running; then lines that are JSON but no samples.
+    (folder / "report.json").unlink()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest.update(state="running", ended_at=None, duration_s=None, exit_code=None)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with open(folder / "samples.jsonl", "ab") as handle:
+        handle.write(b'{"note": "not a sample"}\n[1, 2]\n"text"\nnull\n{"state": "runn')
+
+    count, tail = scan_samples(folder, 2)
+    assert count == len(lines) + 4 and [s.seq for s in tail] == [json.loads(lines[-2])["seq"], last["seq"]]
+    report = read_report(folder)
+    assert report["state"] == "crashed" and report["calls"]["count"] == last["calls"]["count"]
+    assert report["rebuilt"].startswith("no report.json: rebuilt from the last of")
+    text = run_gputop("report", str(folder), env=own_cache)
+    assert text.returncode == 0, text.stderr
+    assert "state     crashed" in text.stdout
