@@ -327,3 +327,55 @@ def test_a_report_is_rebuilt_from_the_last_valid_sample(
     text = run_gputop("report", str(folder), env=own_cache)
     assert text.returncode == 0, text.stderr
     assert "state     crashed" in text.stdout
+
+
+# --- 9. names that sort and never collide -------------------------------------------------------------
+
+
+def test_session_ids_sort_by_time_whatever_the_time_zone(tmp_path: Path, own_cache: dict[str, str]) -> None:
+    env = {**own_cache, "GPUTOP_STATE_DIR": str(tmp_path / "state")}
+    folders = []
+    for zone in ("EAST-14", "WEST+12"):  # POSIX TZ: UTC+14, then UTC-12 (26 hours behind)
+        proc = run_gputop(
+            "run", "demo:mlp", "--device", "local-task", "-n", "1", "--json", "-", "--quiet", env={**env, "TZ": zone}
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        folders.append(Path(json.loads(proc.stdout)["session_dir"]))
+        time.sleep(1.1)  # the second run starts in a later second
+    first, second = folders
+    # Named by their start in UTC: the later run sorts after the earlier one, as `ls` and prefixes see them.
+    assert sorted([second.name, first.name]) == [first.name, second.name], (first.name, second.name)
+    assert first.name[8] == "-" and first.name[15] == "Z", first.name
+    listing = run_gputop("sessions", "--json", env=env)
+    assert [e["id"] for e in json.loads(listing.stdout)] == [first.name, second.name]
+    for session in folders:  # an id's time part is a unique prefix
+        report = run_gputop("report", session.name[:16], "--json", "-", env=env)
+        assert report.returncode == 0, report.stderr
+        assert json.loads(report.stdout)["session_dir"] == str(session)
+
+
+def test_two_profile_passes_or_exports_in_one_second_keep_their_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputop.core.profiling.profiles import pass_stem
+    from gputop.core.run.profiling import PASS_FILE
+    from gputop.core.store.writer import SessionWriter
+
+    stems = []
+    for _ in range(3):  # three passes, well within a second: each writes its files under its own stem
+        stem = pass_stem(tmp_path)
+        for suffix in (".ireeprof", "-calls.json", ".log"):
+            (tmp_path / f"{stem}{suffix}").write_text(stem)
+        stems.append(stem)
+    assert len(set(stems)) == 3
+    assert all((tmp_path / f"{stem}.ireeprof").read_text() == stem for stem in stems)
+    assert {PASS_FILE.match(f"{stem}-calls.json").group(1) for stem in stems} == set(stems)  # type: ignore[union-attr]
+
+    monkeypatch.setenv("GPUTOP_STATE_DIR", str(tmp_path / "state"))  # its index line stays out of other tests'
+    (tmp_path / "s").mkdir()
+    writer = SessionWriter(tmp_path / "s", {"target": "demo:mlp"})
+    try:
+        paths = [writer.write_export({"n": n}, published=0) for n in range(3)]
+    finally:
+        writer.close(None, state="finished", exit_code=0, published=0)
+    assert len(set(paths)) == 3 and [json.loads(p.read_text())["n"] for p in paths] == [0, 1, 2]
