@@ -379,3 +379,37 @@ def test_two_profile_passes_or_exports_in_one_second_keep_their_files(
     finally:
         writer.close(None, state="finished", exit_code=0, published=0)
     assert len(set(paths)) == 3 and [json.loads(p.read_text())["n"] for p in paths] == [0, 1, 2]
+
+
+# --- 6. the metrics server under a flood of half-open connections ----------------------------------------
+
+
+def test_half_open_connections_cost_no_threads_and_a_scrape_still_answers() -> None:
+    import socket
+    import urllib.request
+
+    from gputop.core.serving.metrics import MAX_HANDLERS, MetricsServer
+
+    server = MetricsServer(lambda: None, port=0)
+    url = server.start()
+    before = threading.active_count()
+    connections: list[socket.socket] = []
+    try:
+        for n in range(200):  # connected, and then nothing (or half a request line): as a scanner or a stuck peer
+            connection = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            if n % 25 == 0:
+                connection.sendall(b"GET /metr")
+            connections.append(connection)
+        time.sleep(1.0)
+        assert threading.active_count() - before <= MAX_HANDLERS, threading.active_count() - before
+        started = time.monotonic()
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200
+            response.read()
+        assert time.monotonic() - started < 5
+        assert threading.active_count() - before <= MAX_HANDLERS
+    finally:
+        for connection in connections:
+            connection.close()
+        server.stop()
+    poll(lambda: threading.active_count() <= before, timeout=30)
