@@ -446,6 +446,8 @@ class CaptureVerifier:
     """
 
     def __init__(self) -> None:
+        # No parent-death signal here: it would follow the thread that starts the helper, which may end
+        # first. The helper reads requests from its stdin, so it leaves when gputop goes (end of file).
         self._process = subprocess.Popen(
             [sys.executable, "-m", "gputop.core.renderdoc.captures", "--verifier"],
             stdin=subprocess.PIPE,
