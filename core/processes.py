@@ -3,18 +3,91 @@
 gputop runs heavy or crash-prone work in child processes (a compiler crash
 must not take the app down). Each of them must also end promptly when the
 user stops the run, and never hang it; this is the one loop that waits for a
-child while watching a cancel event and an optional time limit.
+child while watching a cancel event and an optional time limit. A child that
+has used no CPU for a while (a compiler stopped with SIGSTOP) is said once per
+period, through the caller's `on_stall`.
+
+Every child is started with `child_options()`: on Linux it gets a parent-death
+signal (SIGKILL), so a gputop killed outright (SIGKILL, the OOM killer) takes
+its compiler and IREE's tools with it instead of leaving them running. The
+signal follows the *thread* that started the child, so it is for children
+waited on by the thread that starts them (all of `run_logged`'s, every
+`subprocess.run`); a long-lived helper started from a thread that may end
+before it ends on its closed stdin instead.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
+import signal
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import psutil
 
 from gputop.core.errors import Interrupted, RuntimeFailure
+
+__all__ = [
+    "STALL_S",
+    "child_options",
+    "first_line",
+    "last_line",
+    "pid_alive",
+    "run_logged",
+]
+
+STALL_S = 30.0  # a child that used no CPU for this long is said to have made no progress
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, loaded once in the parent (a forked child must not load libraries)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+_PRCTL = _load_prctl()
+
+
+def child_options() -> dict[str, Any]:
+    """`Popen` keyword arguments that make a child die with gputop (Linux; nothing elsewhere)."""
+    if _PRCTL is None:
+        return {}
+    prctl = _PRCTL
+    parent = os.getpid()
+
+    def die_with_parent() -> None:  # runs in the child, between fork and exec
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return {"preexec_fn": die_with_parent}
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (one owned by another user counts)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def first_line(text: str) -> str:
@@ -41,23 +114,31 @@ def run_logged(
     timeout_s: float | None = None,
     what: str = "child process",
     env: dict[str, str] | None = None,
+    on_stall: Callable[[float], None] | None = None,
+    stall_s: float = STALL_S,
 ) -> tuple[str, int]:
     """Run `command` with its output in `log_path`; return (output, exit code).
 
     Raises `Interrupted` when `cancel` is set (the child is terminated, then
-    killed) and `RuntimeFailure` when it outlives `timeout_s`.
+    killed) and `RuntimeFailure` when it outlives `timeout_s`. While the child
+    uses no CPU (stopped, or blocked), `on_stall` is told for how long, once per `stall_s`.
     """
     deadline = time.monotonic() + timeout_s if timeout_s else None
     with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, **child_options()
+        )
+        watch = _StallWatch(process.pid, stall_s, on_stall) if on_stall is not None else None
         try:
             while True:
                 try:
                     returncode = process.wait(timeout=0.1)
                     break
                 except subprocess.TimeoutExpired:
+                    if watch is not None:
+                        watch.check()
                     if cancel is not None and cancel.is_set():
                         _end(process)
                         raise Interrupted(f"{what} cancelled") from None
@@ -73,6 +154,40 @@ def run_logged(
             raise
         log.seek(0)
         return log.read(), returncode
+
+
+class _StallWatch:
+    """Says when a child has used no CPU for `stall_s` (once per period while it lasts)."""
+
+    def __init__(self, pid: int, stall_s: float, say: Callable[[float], None]) -> None:
+        self._stall_s = stall_s
+        self._say = say
+        self._cpu: float | None = None
+        self._since = time.monotonic()
+        self._said = 0
+        self._next_look = 0.0
+        try:
+            self._process: psutil.Process | None = psutil.Process(pid)
+        except psutil.Error:
+            self._process = None
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if self._process is None or now < self._next_look:
+            return
+        self._next_look = now + min(1.0, self._stall_s / 4)
+        try:
+            times = self._process.cpu_times()
+        except psutil.Error:  # gone: the wait sees it next
+            return
+        cpu = times.user + times.system
+        if cpu != self._cpu:
+            self._cpu, self._since, self._said = cpu, now, 0
+            return
+        periods = int((now - self._since) // self._stall_s)
+        if periods > self._said:
+            self._said = periods
+            self._say(periods * self._stall_s)
 
 
 def _end(process: subprocess.Popen[bytes]) -> None:

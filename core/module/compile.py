@@ -9,6 +9,14 @@ compiler output is kept in a log file; the user sees one line per error.
 Beside each cached module the compiler's dump of its executable sources is
 kept (`KEY.sources/`): the dispatches' own IR, from which `work.py` counts
 their FLOPs and bytes.
+
+A cached module is trusted only as far as its digest: `KEY.sha256` (in
+`sha256sum` format) is written with it and checked on every hit, and a module
+that does not match it (flipped bytes, a truncated copy, no digest) is said in
+one line and compiled again, never loaded. A compile writes into
+`*.PID.*.partial` names and renames them when done; those left by a process
+that is gone (killed mid-compile) are removed before the next compile. A
+compiler that uses no CPU for a while (stopped) is said once per period.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import re
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,7 +38,7 @@ from gputop.core.files import require_file
 from gputop.core.module.diagnostics import looks_like_crash, parse_diagnostics
 from gputop.core.module.targets import KnownBadTarget, known_bad_target
 from gputop.core.paths import cache_dir
-from gputop.core.processes import run_logged
+from gputop.core.processes import pid_alive, run_logged
 from gputop.core.snapshot import Diagnostic
 
 MAX_SOURCE_BYTES = 2 * 1024**3
@@ -80,19 +89,21 @@ def compile_module(
     cancel: threading.Event | None = None,
     use_cache: bool = True,
     source_bytes: bytes | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> CompiledModule:
     """Compile `source_path` with `flags`, retrying once with a known workaround when one applies.
 
     A workaround that was needed is remembered beside the cache (for this source, these flags
     and this compiler), so later runs go straight to the working flags instead of meeting the
-    compiler's failure again (seconds on a large model).
+    compiler's failure again (seconds on a large model). `notify` gets the lines worth a
+    warning on the way: a corrupt cached module rebuilt, a compiler that makes no progress.
     """
     data = source_bytes if source_bytes is not None else read_source(source_path)
 
     def attempt(with_flags: tuple[str, ...], key: str | None = None) -> CompiledModule:
         return _compile_once(
             source_path, data, with_flags, key or cache_key_for(data, with_flags), log_dir=log_dir, cancel=cancel,
-            use_cache=use_cache, write_source=source_bytes is not None,
+            use_cache=use_cache, write_source=source_bytes is not None, notify=notify,
         )  # fmt: skip
 
     key = cache_key_for(data, flags)  # hashed once: an imported model's source can be large
@@ -186,10 +197,11 @@ def _compile_once(
     cancel: threading.Event | None = None,
     use_cache: bool = True,
     write_source: bool = False,
+    notify: Callable[[str], None] | None = None,
 ) -> CompiledModule:
     """Compile `data` (read from `source_path`) with `flags`, whose cache key is `key`.
 
-    Returns the cached `.vmfb` when there is one.
+    Returns the cached `.vmfb` when there is one and it matches its digest.
     """
     if data.startswith(b"\x7fELF") or (b"\0" in data[:4096] and not data.startswith(b"ML\xefR")):
         raise UsageError(f"{source_path}: looks like a binary file, not MLIR text or bytecode")
@@ -197,11 +209,16 @@ def _compile_once(
     log_root = log_dir or cache_dir() / "logs"
     log_root.mkdir(parents=True, exist_ok=True)
     log_path = log_root / f"compile-{key[:12]}.log"
+    remove_stale_partials(cached.parent)
+    if use_cache and cached.exists() and not _intact(cached, notify):
+        cached.unlink(missing_ok=True)  # never loaded again; the compile below puts a good one in its place
     if use_cache and cached.exists() and cached.stat().st_size > 0:
         if not cached.with_suffix(".sources").is_dir():
             # Cached before gputop kept the executable sources: dump them alone (no codegen, about a second).
             source_for_compiler = _source_file(source_path, data, log_root, key, write_source)
-            _dump_sources_only(source_for_compiler, flags, cached.with_suffix(".sources"), log_root, key, cancel)
+            _dump_sources_only(
+                source_for_compiler, flags, cached.with_suffix(".sources"), log_root, key, cancel, notify
+            )
         # The first compile's log travels with the module: this session gets its copy and warnings.
         cached_log = cached.with_suffix(".log")
         if not cached_log.exists():
@@ -220,7 +237,7 @@ def _compile_once(
     dump = _sources_flags(flags, unfinished.with_suffix(".sources.partial"))
     command = [find_compiler(), str(source_for_compiler), *flags, *dump, "-o", str(unfinished)]
     started = time.perf_counter()
-    text, returncode = run_logged(command, log_path, cancel, what="compile")
+    text, returncode = run_logged(command, log_path, cancel, what="compile", on_stall=_stall_notice(notify))
     elapsed = time.perf_counter() - started
     diagnostics = tuple(parse_diagnostics(text, log_path=str(log_path)))
     if returncode != 0 or not unfinished.exists():
@@ -230,13 +247,87 @@ def _compile_once(
     if dump:
         _keep_sources(unfinished.with_suffix(".sources.partial"), sources)
     with contextlib.suppress(OSError):  # the log is a convenience of later cache hits
-        shutil.copyfile(log_path, cached.with_suffix(".log.partial"))
-        os.replace(cached.with_suffix(".log.partial"), cached.with_suffix(".log"))
+        log_partial = cached.with_suffix(f".log.{os.getpid()}.{threading.get_ident()}.partial")
+        shutil.copyfile(log_path, log_partial)
+        os.replace(log_partial, cached.with_suffix(".log"))
+    _write_digest(unfinished, cached)
     os.replace(unfinished, cached)
     return CompiledModule(cached, flags, key, False, elapsed, diagnostics, log_path)
 
 
 SOURCES_DUMP_FLAG = "--iree-hal-dump-executable-sources-to"
+DIGEST_SUFFIX = ".sha256"
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_digest(module: Path, cached: Path) -> None:
+    """`KEY.sha256` for the module about to become `cached`, in `sha256sum -c` format, written atomically."""
+    target = cached.with_suffix(DIGEST_SUFFIX)
+    partial = cached.with_suffix(f"{DIGEST_SUFFIX}.{os.getpid()}.{threading.get_ident()}.partial")
+    partial.write_text(f"{file_digest(module)}  {cached.name}\n", encoding="utf-8")
+    os.replace(partial, target)
+
+
+def _intact(cached: Path, notify: Callable[[str], None] | None) -> bool:
+    """Whether a cached module matches the digest written with it; when not, say so (it is compiled again)."""
+    try:
+        recorded = cached.with_suffix(DIGEST_SUFFIX).read_text(encoding="utf-8").split()[0]
+    except (OSError, IndexError, UnicodeDecodeError):
+        why = "it has no digest"
+    else:
+        try:
+            why = "" if file_digest(cached) == recorded else "its sha256 does not match the one written with it"
+        except OSError as exc:
+            why = f"it cannot be read ({exc.strerror})"
+    if not why:
+        return True
+    if notify is not None:
+        notify(f"the cached module {cached} is corrupt ({why}): compiling it again")
+    return False
+
+
+def _stall_notice(notify: Callable[[str], None] | None) -> Callable[[float], None] | None:
+    """What the compile says when the compiler has used no CPU for a while (stopped with SIGSTOP, say)."""
+    if notify is None:
+        return None
+    say = notify
+    return lambda idle: say(f"the compiler has made no progress for {idle:.0f} s (stopped? Ctrl-C stops the run)")
+
+
+_PARTIAL = re.compile(r"^[0-9a-f]+(?:\.[a-z][a-z0-9]*)*\.(\d+)\.\d+(?:\.sources)?\.partial$")
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Remove the `*.PID.*.partial` files and folders of compiles whose process is gone; return them.
+
+    A compile killed outright (SIGKILL, a power cut) cannot clean up after itself; its pid,
+    written into every name it uses, tells the next compile that nobody owns them any more.
+    """
+    removed: list[Path] = []
+    try:
+        names = [p for p in folder.iterdir() if p.name.endswith(".partial")]
+    except OSError:
+        return removed
+    for path in names:
+        match = _PARTIAL.match(path.name)
+        if match is None or pid_alive(int(match.group(1))):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if not path.exists():
+            removed.append(path)
+    return removed
 
 
 def _source_file(source_path: Path, data: bytes, log_root: Path, key: str, write_source: bool) -> Path:
@@ -266,7 +357,13 @@ def _keep_sources(dumped: Path, sources: Path) -> None:
 
 
 def _dump_sources_only(
-    source: Path, flags: tuple[str, ...], sources: Path, log_root: Path, key: str, cancel: threading.Event | None
+    source: Path,
+    flags: tuple[str, ...],
+    sources: Path,
+    log_root: Path,
+    key: str,
+    cancel: threading.Event | None,
+    notify: Callable[[str], None] | None = None,
 ) -> None:
     """Dump the executable sources of a cached module without compiling it again; failing is only a loss of FLOPs."""
     partial = sources.with_suffix(f".sources.{os.getpid()}.{threading.get_ident()}.partial")
@@ -274,7 +371,9 @@ def _dump_sources_only(
     if not dump:
         return
     command = [find_compiler(), str(source), *flags, *dump, "--compile-to=executable-sources", "-o", os.devnull]
-    _, returncode = run_logged(command, log_root / f"sources-{key[:12]}.log", cancel, what="the source dump")
+    _, returncode = run_logged(
+        command, log_root / f"sources-{key[:12]}.log", cancel, what="the source dump", on_stall=_stall_notice(notify)
+    )
     if returncode == 0:
         _keep_sources(partial, sources)
     else:  # an empty folder: the next cache hit does not try again, and the work says it has no sources

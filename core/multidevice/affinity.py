@@ -27,6 +27,7 @@ from gputop.core.module.diagnostics import parse_diagnostics
 from gputop.core.module.mlir_ops import walk
 from gputop.core.module.targets import device_names
 from gputop.core.multidevice.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows
+from gputop.core.processes import child_options
 from gputop.core.snapshot import ExportAffinity, Transfer
 
 Declared = dict[str, tuple[list[str | None], list[str | None]]]
@@ -139,6 +140,7 @@ def compile_to_stream(
         [find_compiler(), str(source_path), *flags, "--compile-to=stream", "-o", str(output)],
         capture_output=True,
         text=True,
+        **child_options(),
     )
     log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
     if proc.returncode != 0:

@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from gputop.core.paths import cache_dir
+from gputop.core.processes import child_options
 
 __all__ = ["call_windows", "marks_environment", "marks_library", "read_marks"]
 
@@ -49,6 +50,7 @@ def marks_library() -> tuple[Path | None, str | None]:
         capture_output=True,
         text=True,
         timeout=120,
+        **child_options(),
     )
     if proc.returncode != 0 or not partial.is_file():
         detail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]

@@ -28,7 +28,7 @@ import numpy as np
 
 from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
-from gputop.core.processes import last_line, run_logged
+from gputop.core.processes import child_options, last_line, run_logged
 from gputop.core.profiling.call_marks import call_windows, marks_environment, marks_library, read_marks
 from gputop.core.profiling.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
 from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
@@ -339,6 +339,20 @@ def read_profile(path: Path, *, calls: int | None = None, device_id: str = "?") 
     )  # fmt: skip
 
 
+def pass_stem(folder: Path) -> str:
+    """`profile-HHMMSS` (local time) for a new profile pass's files in `folder`, never one a pass has used.
+
+    A second pass in the same second gets `profile-HHMMSS_2` (then `_3`...), so one never overwrites
+    another's files. A session runs its passes one after another, so looking is enough.
+    """
+    stamp = time.strftime("%H%M%S")
+    for attempt in range(1, 1000):
+        stem = f"profile-{stamp}" if attempt == 1 else f"profile-{stamp}_{attempt}"
+        if not any(folder.glob(f"{stem}[.-]*")):
+            return stem
+    raise ProfileError(f"{folder}: no free name for a profile pass's files")
+
+
 def write_trace(events: list[DispatchEvent], device_id: str, path: Path, *, calls: Sequence[CallRecords] = ()) -> Path:
     """The pass as a Chrome trace; with the calls' records, on the host time axis with their breakdown."""
     trace = call_trace(calls, device_id) if calls else chrome_trace(events, device_id)
@@ -380,19 +394,19 @@ def profile_with_ireeprof(
     device = devices[0]
     if device.backend not in PROFILING_MODES:
         raise ProfileError(f"IREE HAL-native profiling is not available for {device.backend}")
-    stamp = time.strftime("%H%M%S")
-    bundle = out_dir / f"profile-{stamp}.ireeprof"
-    timings = out_dir / f"profile-{stamp}-calls.json"
+    stem = pass_stem(out_dir)
+    bundle = out_dir / f"{stem}.ireeprof"
+    timings = out_dir / f"{stem}-calls.json"
     command = [
         *profiled_calls_command(vmfb, devices, function, input_args, bundle),
         f"--benchmark_repetitions={calls}",
         f"--benchmark_out={timings}",
         "--benchmark_out_format=json",
     ]
-    log = out_dir / f"profile-{stamp}.log"
+    log = out_dir / f"{stem}.log"
     # Call marks: where each call starts and ends, so nothing of a call is left outside the records.
     library, no_marks = marks_library()
-    marks = out_dir / f"profile-{stamp}-marks.txt"
+    marks = out_dir / f"{stem}-marks.txt"
     env = marks_environment(library, marks) if library is not None else None
     output, code = run_logged(command, log, cancel, what="the profiling run", env=env)
     if code != 0:
@@ -405,7 +419,7 @@ def profile_with_ireeprof(
     if library is None:
         fit += f"; call boundaries unseen ({no_marks})"
     breakdown = build_breakdown(calls_records, source=_breakdown_source(records), fit=fit)
-    trace = write_trace(events, device.id, out_dir / f"profile-{stamp}.trace.json", calls=calls_records)
+    trace = write_trace(events, device.id, out_dir / f"{stem}.trace.json", calls=calls_records)
     summary = summarize_events(
         events, calls=calls, source="ireeprof", device_id=device.id,
         call_wall_ms=statistics.fmean(walls) if walls else None,  # the tool's synced wall time of one call
@@ -604,7 +618,7 @@ def explain_hints(bundle: Path) -> tuple[str, ...]:
     try:
         proc = subprocess.run(
             [runtime_tool("iree-profile"), "explain", "--format=jsonl", str(bundle)],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True, text=True, timeout=120, **child_options(),
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired, ProfileError):
         return ()

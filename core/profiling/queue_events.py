@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import ProfileError
+from gputop.core.processes import child_options
 
 __all__ = [
     "CommandOperation",
@@ -180,6 +181,7 @@ def export_jsonl(bundle: Path, iree_profile: str) -> str:
         [iree_profile, "export", "--format=ireeperf-jsonl", "--output=-", str(bundle)],
         capture_output=True,
         text=True,
+        **child_options(),
     )
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]

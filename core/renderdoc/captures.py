@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from gputop.core.errors import CaptureError, GputopError
 from gputop.core.files import require_file
-from gputop.core.processes import last_line
+from gputop.core.processes import child_options, last_line
 from gputop.core.snapshot import BoundBuffer, CaptureDispatch, CaptureInfo, CaptureReplay, to_json
 
 __all__ = [
@@ -130,7 +130,9 @@ def find_module_python() -> tuple[ModulePython | None, str]:
             continue
         args = [python, "-I", str(READER), "--probe", *(f"--module-dir={d}" for d in dirs)]
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=renderdoc_env())
+            proc = subprocess.run(
+                args, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=renderdoc_env(), **child_options()
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             tried.append(f"{python} ({type(exc).__name__})")
             continue
@@ -209,6 +211,7 @@ class _HelperRun:
             text=True,
             env=renderdoc_env(),
             start_new_session=True,  # so a hung replay is killed with anything it started
+            **child_options(),
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, args=(self.process.stdout,), daemon=True).start()
@@ -398,7 +401,9 @@ def _renderdoccmd_info(path: Path, size: int, timeout: float) -> CaptureInfo:
         xml_path = Path(tmp) / "capture.xml"
         command = [tool, "convert", "-f", str(path), "-o", str(xml_path), "-c", "xml"]
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=renderdoc_env())
+            proc = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout, env=renderdoc_env(), **child_options()
+            )
         except subprocess.TimeoutExpired:
             raise CaptureError(f"{path}: renderdoccmd did not finish reading it in {timeout:g} s") from None
         if proc.returncode != 0 or not xml_path.exists():
@@ -441,6 +446,8 @@ class CaptureVerifier:
     """
 
     def __init__(self) -> None:
+        # No parent-death signal here: it would follow the thread that starts the helper, which may end
+        # first. The helper reads requests from its stdin, so it leaves when gputop goes (end of file).
         self._process = subprocess.Popen(
             [sys.executable, "-m", "gputop.core.renderdoc.captures", "--verifier"],
             stdin=subprocess.PIPE,

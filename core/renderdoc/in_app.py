@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import DeviceUnavailableError
+from gputop.core.processes import child_options
 
 API_1_6_0 = 10600
 LIBRARY_NAMES = ("librenderdoc.so", "/usr/lib/librenderdoc.so", "/usr/lib/x86_64-linux-gnu/librenderdoc.so")
@@ -139,6 +140,7 @@ def probe_vulkan(device_index: int, timeout: float = 120.0) -> tuple[bool, str]:
         capture_output=True,
         text=True,
         timeout=timeout,
+        **child_options(),
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:

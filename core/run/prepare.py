@@ -120,6 +120,7 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
             cancel=ctx.controls.stop_event,
             use_cache=config.use_cache,
             source_bytes=source_bytes,
+            notify=lambda text: ctx.state.event("warning", text),
         )
     except CompileError as exc:
         ctx.state.set_diagnostics(exc.diagnostics)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import re
 import statistics
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -24,7 +23,13 @@ from gputop.core.errors import GputopError, Interrupted
 from gputop.core.profiling.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
 from gputop.core.profiling.cupti import record_calls
 from gputop.core.profiling.efficiency import KernelEfficiency
-from gputop.core.profiling.profiles import DispatchEvent, profile_with_ireeprof, summarize_events, write_trace
+from gputop.core.profiling.profiles import (
+    DispatchEvent,
+    pass_stem,
+    profile_with_ireeprof,
+    summarize_events,
+    write_trace,
+)
 from gputop.core.profiling.timeline import breakdown_line, build_breakdown
 from gputop.core.profiling.work import module_work
 from gputop.core.run.flow import RunContext
@@ -38,13 +43,14 @@ CUPTI_SOURCE = "CUPTI kernel, copy, driver API and synchronization activity"
 CUPTI_FIT = "one clock: CUPTI timestamps for the call's window, its API calls and the device's work"
 
 
-PASS_FILE = re.compile(r"^(profile-\d+)[.-]")  # profile-HHMMSS.ireeprof, -calls.json, -marks.txt, .log, ...
+# profile-HHMMSS.ireeprof, -calls.json, -marks.txt, .log, ...; profile-HHMMSS_2... for a second pass in that second
+PASS_FILE = re.compile(r"^(profile-\d+(?:_\d+)?)[.-]")
 
 
 def _keep_newest_passes(folder: Path) -> None:
     """Delete the files of all but the newest KEEP_PASSES profile passes: a server profiles for days.
 
-    A pass is its files' common `profile-HHMMSS` prefix, and passes are ordered by their files' time,
+    A pass is its files' common `profile-HHMMSS[_N]` prefix, and passes are ordered by their files' time,
     not by the stamp, which starts again at midnight.
     """
     passes: dict[str, float] = {}
@@ -101,9 +107,8 @@ class ProfilePasses:
             calls_window: tuple[float, float] | None = None  # in-process CUPTI: the watch spans only the calls
             if device.backend == "cuda":
                 events, walls, call_records = record_calls(call_once, calls)
-                stamp = time.strftime("%H%M%S")
                 trace = write_trace(
-                    events, device.id, ctx.session_dir / f"profile-{stamp}.trace.json", calls=call_records
+                    events, device.id, ctx.session_dir / f"{pass_stem(ctx.session_dir)}.trace.json", calls=call_records
                 )
                 latest = summarize_events(
                     events, calls=calls, source="cupti", device_id=device.id,

@@ -8,15 +8,23 @@ histogram comes from exact bucket counts the engine keeps over the whole run.
 Names follow Prometheus's conventions: base units (`_seconds`, `_bytes`) and
 `_total` on counters. The server listens on 127.0.0.1 unless told otherwise and,
 given a token, answers only scrapes that carry it (`Authorization: Bearer`).
+
+Connections cost no thread until they send something: a quiet one waits in one
+selector and is closed after `IDLE_S`; at most `MAX_HANDLERS` requests are
+served at once, each with a `REQUEST_TIMEOUT_S` socket timeout, and at most
+`MAX_WAITING` connections wait. Hundreds of half-open connections leave the
+thread count bounded and a real scrape answered.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import selectors
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
-from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -154,15 +162,97 @@ def _le(bound_ms: float) -> str:
     return "+Inf" if bound_ms == float("inf") else repr(bound_ms / 1e3)
 
 
+MAX_HANDLERS = 16  # requests served at once, each on its own thread
+MAX_WAITING = 256  # connections that have sent nothing yet; more are closed at once
+IDLE_S = 10.0  # a connection that sends nothing for this long is closed
+REQUEST_TIMEOUT_S = 10.0  # a socket read or write of a request being served
+
+
 class _QuietHandler(WSGIRequestHandler):
-    """No access log on the terminal: scrapes come every few seconds for days."""
+    """No access log on the terminal: scrapes come every few seconds for days. A stalled peer times out."""
+
+    timeout = REQUEST_TIMEOUT_S
 
     def log_message(self, format: str, *args: Any) -> None:
         return
 
 
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True  # a slow scraper must not keep gputop from leaving
+class _BoundedServer(WSGIServer):
+    """A WSGI server whose connections wait, threadless, until they send something; few are served at once."""
+
+    request_queue_size = 128  # the listen backlog: a burst of scrapers is accepted, not refused
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Before the base class binds: a port in use closes the server before it ever listens.
+        self._slots = threading.BoundedSemaphore(MAX_HANDLERS)
+        self._waiting: dict[socket.socket, tuple[Any, float]] = {}
+        self._lock = threading.Lock()
+        self._selector = selectors.DefaultSelector()
+        self._closed = threading.Event()
+        super().__init__(*args, **kwargs)
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        threading.Thread(target=self._watch, name="gputop-metrics-wait", daemon=True).start()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Called by the accepting thread: the connection waits (no thread) until it has something to read."""
+        with self._lock:
+            if self._closed.is_set() or len(self._waiting) >= MAX_WAITING:
+                self.shutdown_request(request)
+                return
+            self._waiting[request] = (client_address, time.monotonic() + IDLE_S)
+            self._selector.register(request, selectors.EVENT_READ)
+
+    def _watch(self) -> None:
+        while not self._closed.is_set():
+            with self._lock:
+                empty = not self._waiting
+            if empty:
+                time.sleep(0.05)
+                continue
+            try:
+                ready = [key.fileobj for key, _ in self._selector.select(timeout=0.1)]
+            except (OSError, ValueError):  # closed meanwhile
+                continue
+            now = time.monotonic()
+            with self._lock:
+                expired = [s for s, (_, deadline) in self._waiting.items() if deadline < now]
+                started = []
+                for sock in ready:
+                    if sock in self._waiting and self._slots.acquire(blocking=False):
+                        started.append((sock, self._release(sock)[0]))
+                for sock in expired:
+                    if sock in self._waiting:
+                        self._release(sock)
+                        self.shutdown_request(sock)
+            for sock, address in started:
+                threading.Thread(target=self._serve, args=(sock, address), name="gputop-metrics", daemon=True).start()
+            if ready and not started:
+                time.sleep(0.02)  # every slot busy: the ready ones wait for the next free one
+
+    def _release(self, sock: Any) -> tuple[Any, float]:
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.unregister(sock)
+        return self._waiting.pop(sock)
+
+    def _serve(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # a peer that stalled (timed out) or left: nothing to tell the terminal
+            pass
+        finally:
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def server_close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            for sock in list(self._waiting):
+                self._release(sock)
+                self.shutdown_request(sock)
+            self._selector.close()
+        super().server_close()
 
 
 def _guarded(app: Callable[..., Iterable[bytes]], token: str) -> Callable[..., Iterable[bytes]]:
@@ -207,7 +297,7 @@ class MetricsServer:
             app = _guarded(app, self.token)
         try:
             family = socket.getaddrinfo(self.addr or None, self.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-            server_class = type("MetricsHTTPServer", (_ThreadingServer,), {"address_family": family[0][0]})
+            server_class = type("MetricsHTTPServer", (_BoundedServer,), {"address_family": family[0][0]})
             self._server = make_server(self.addr, self.port, app, server_class, handler_class=_QuietHandler)
         except OSError as exc:
             why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be opened ({exc.strerror or exc})"

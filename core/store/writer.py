@@ -207,11 +207,13 @@ class SessionWriter:
         not showing the export as if it were the end.
         """
         stamp = time.strftime("%H%M%S")
-        path = self.folder / f"report-{stamp}.json"
-        for attempt in range(1, 100):
-            if not path.exists():
-                break
-            path = self.folder / f"report-{stamp}-{attempt}.json"
+        for attempt in range(100):
+            path = self.folder / (f"report-{stamp}-{attempt}.json" if attempt else f"report-{stamp}.json")
+            try:  # claimed exclusively: two exports in one second (the TUI's and a viewer's) keep both
+                path.open("x").close()
+            except FileExistsError:
+                continue
+            break
         write_json_atomic(path, {**report, "record": self._record_block(published)})
         return path
 
