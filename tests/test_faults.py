@@ -256,6 +256,8 @@ def test_poisoned_session_folders_are_named_and_the_rest_listed(
     listing = run_gputop("sessions", env=env)
     assert listing.returncode == 0, listing.stderr
     assert good.name in listing.stdout and "internal error" not in listing.stderr
+    for folder in bad:  # each bad one named on stderr, in one line
+        assert f"gputop: skipped {folder}: " in listing.stderr, listing.stderr
     as_json = run_gputop("sessions", "--json", env=env)
     assert as_json.returncode == 0 and [e["id"] for e in json.loads(as_json.stdout)] == [good.name]
     report = run_gputop("report", good.name, "--json", "-", env=env)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from gputop.core.errors import EXIT_OK
 from gputop.core.snapshot import to_json
@@ -21,10 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def command_sessions(args: argparse.Namespace) -> int:
     # imported here: the store's reader and report_text cost ~8 ms that `gputop --help` need not pay
-    from gputop.core.store.reader import list_sessions
+    from gputop.core.store.reader import scan_sessions
     from gputop.tui.report_text import sessions_table
 
-    entries = list_sessions()
+    scan = scan_sessions()
+    for skipped in scan.skipped:  # one bad folder is named, and hides nothing else
+        print(f"gputop: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+    entries = scan.entries
     if args.json:
         print(json.dumps(to_json(entries), indent=2))
     elif entries:
