@@ -8,9 +8,11 @@ machine (clocks, neighbours) falls on every way alike:
   whose engine runs as its own process, for --seconds, then `q`;
 - `served`: `gputop serve TARGET` with `gputop attach` in a pseudo-terminal.
 Each way's p50/p95/max/mean of the steady calls come from its own report
-(the engine's synced wall time per call); the table gives each against
-headless. With --profile each way also takes one profile pass (`p` in the
-TUI, `--profile` headless) and the call breakdown's segments are compared.
+(the engine's synced wall time per call), taken at the end of its steady
+window and before any profile pass; headless makes as many calls as the
+first viewed way did by then. The table gives each against headless.
+With --profile each way also takes one profile pass (`p` in the TUI,
+`--profile` headless) and the call breakdown's segments are compared.
 The viewer's CPU (psutil, over the steady window) and the age of each
 snapshot when the viewer drew it (GPUTOP_VIEWER_STATS) come with the TUI and
 attach rows.
@@ -41,7 +43,7 @@ from typing import Any
 
 import psutil
 
-from gputop.core.serving.control_socket import ControlUnavailable, ask
+from gputop.core.serving.control_socket import ControlUnavailable, StreamReader, ask
 
 GPUTOP = [sys.executable, "-m", "gputop.tui"]
 WAYS = ("headless", "tui", "served")
@@ -98,16 +100,22 @@ def wait_running(folder: Path, timeout: float = 600.0) -> None:
     raise SystemExit(f"{folder}: the run did not reach running in {timeout:.0f} s")
 
 
-def wait_profiled(folder: Path, timeout: float = 300.0) -> None:
-    """Until the run's report carries a call breakdown (the pass asked for has landed)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ControlUnavailable):
-            reply = ask(folder, "report", timeout=10.0)
-            if reply.get("ok") and reply["report"].get("call_breakdown"):
-                return
-        time.sleep(0.5)
-    raise SystemExit(f"{folder}: no profile pass landed in {timeout:.0f} s")
+def wait_profiled(folder: Path, timeout: float = 300.0) -> dict[str, Any]:
+    """Until a profile pass has landed, watched on the run's stream (no report is built meanwhile); its report."""
+    reader = StreamReader.open(folder)
+    timer = threading.Timer(timeout, reader.close)
+    timer.start()
+    try:
+        for line in reader.lines():
+            snapshot = json.loads(line)
+            if snapshot.get("profile") and not snapshot.get("profiling"):
+                break
+        else:
+            raise SystemExit(f"{folder}: no profile pass landed in {timeout:.0f} s")
+    finally:
+        timer.cancel()
+        reader.close()
+    return dict(ask(folder, "report", timeout=60.0)["report"])
 
 
 def read_report(folder: Path, timeout: float = 120.0) -> dict[str, Any]:
@@ -125,12 +133,18 @@ def cpu_of(pid: int) -> float:
     return 0.0
 
 
-def steady_window(folder: Path, pid: int | None, seconds: float) -> dict[str, float]:
-    """Sleep through the steady window, measuring the viewer's CPU share of one core over it."""
-    cpu0, wall0 = (cpu_of(pid) if pid else 0.0), time.monotonic()
+def steady_window(folder: Path, pid: int, seconds: float) -> tuple[dict[str, Any], float]:
+    """Sleep through the steady window; the run's call figures at its end, and the viewer's CPU share over it.
+
+    The figures are taken before any profile pass, as headless `gputop run --profile` reports the calls made
+    before its pass: the calls after a pass, and reports built while calls run, are no part of the comparison.
+    """
+    cpu0, wall0 = cpu_of(pid), time.monotonic()
     time.sleep(seconds)
     wall = time.monotonic() - wall0
-    return {"viewer_cpu_pct": round(100 * (cpu_of(pid) - cpu0) / wall, 1) if pid else 0.0}
+    cpu_pct = round(100 * (cpu_of(pid) - cpu0) / wall, 1)
+    report = ask(folder, "report", timeout=60.0)["report"]
+    return report, cpu_pct
 
 
 def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, env: dict[str, str]) -> dict[str, Any]:
@@ -138,55 +152,49 @@ def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, e
     run_args = [args.target, "--device", args.device, *args.extra]
     stats_path = folder.with_suffix(".viewer.json")
     viewer_env = {**env, "GPUTOP_VIEWER_STATS": str(stats_path)}
-    extra: dict[str, Any] = {}
+    row: dict[str, Any] = {"way": way}
     if way == "headless":
         count = calls or 100
         command = [*GPUTOP, "run", *run_args, "-n", str(count), "--session-dir", str(folder), "--quiet"]
         if args.profile:
             command += ["--profile"]
         subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    elif way == "tui":
-        term = Terminal([*GPUTOP, *run_args, "--session-dir", str(folder)], args.size, viewer_env)
-        wait_running(folder)
+        report = profiled = read_report(folder)
+    else:
+        engine: subprocess.Popen[bytes] | None = None
+        if way == "tui":
+            term = Terminal([*GPUTOP, *run_args, "--session-dir", str(folder)], args.size, viewer_env)
+            wait_running(folder)
+        else:
+            engine = subprocess.Popen(
+                [*GPUTOP, "serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--quiet"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            wait_running(folder)
+            term = Terminal([*GPUTOP, "attach", str(folder)], args.size, viewer_env)
         time.sleep(args.warmup)
-        extra = steady_window(folder, term.process.pid, args.seconds)
+        report, row["viewer_cpu_pct"] = steady_window(folder, term.process.pid, args.seconds)
+        profiled = report
         if args.profile:
             term.press("p")
-            wait_profiled(folder)
+            profiled = wait_profiled(folder)
         term.press("q")
         term.wait(120)
         term.close()
-    else:
-        engine = subprocess.Popen(
-            [*GPUTOP, "serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--quiet"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_running(folder)
-        term = Terminal([*GPUTOP, "attach", str(folder)], args.size, viewer_env)
-        time.sleep(args.warmup)
-        extra = steady_window(folder, term.process.pid, args.seconds)
-        if args.profile:
-            term.press("p")
-            wait_profiled(folder)
-        term.press("q")
-        term.wait(60)
-        term.close()
-        engine.send_signal(signal.SIGINT)
-        engine.wait(120)
-    report = read_report(folder)
+        if engine is not None:
+            engine.send_signal(signal.SIGINT)
+            engine.wait(120)
     calls_block = report["calls"]
-    row: dict[str, Any] = {
-        "way": way,
-        "count": calls_block.get("count"),
+    row.update(
+        count=calls_block.get("count"),
         **{key: calls_block.get(key) for key in ("p50_ms", "p95_ms", "max_ms", "mean_ms")},
-        "engine": report.get("engine"),
-        **extra,
-    }
+        engine=report.get("engine"),
+    )
     if stats_path.exists():
         row["viewer"] = json.loads(stats_path.read_text())
-    breakdown = report.get("call_breakdown")
+    breakdown = profiled.get("call_breakdown")
     if breakdown:
         totals = breakdown.get("totals", {})
         row["breakdown_ms"] = {"wall": breakdown.get("wall_ms"), **{k: totals.get(f"{k}_ms") for k in BREAKDOWN}}

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from gputop.tui.bridge import RunSnapshot, human_bytes
-from gputop.tui.panes.box import BoxPane
+from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 
 __all__ = ["CapturesPane"]
@@ -62,9 +62,9 @@ class CapturesPane(BoxPane):
         self.query_one("#captures-table", KeyedTable).sync(rows)
         hint = self.query_one("#captures-hint", Static)
         if rows:
-            hint.update("enter lists the selected capture's dispatches; o opens it in qrenderdoc")
+            show_text(hint, "enter lists the selected capture's dispatches; o opens it in qrenderdoc")
         elif snapshot.renderdoc and not snapshot.renderdoc.startswith("RenderDoc 1."):
-            hint.update(f"no captures: {snapshot.renderdoc}")
+            show_text(hint, f"no captures: {snapshot.renderdoc}")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

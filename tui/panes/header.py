@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gputop.tui.bridge import BUSY_STATES, ParameterLoad, RunSnapshot, human_bytes
+from gputop.tui.panes.box import show_text
 from gputop.tui.report_text import parameters_progress
 
 STATE_STYLES = {
@@ -107,4 +108,4 @@ class HeaderBar(Static):
         lines = [line, second]
         if self.origin:
             lines.append(Text.assemble(("attached ", "bold magenta"), self.origin, no_wrap=True, overflow="ellipsis"))
-        self.update(Text("\n").join(lines))
+        show_text(self, Text("\n").join(lines))

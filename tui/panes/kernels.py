@@ -29,7 +29,7 @@ from gputop.tui.bridge import (
     to_json,
 )
 from gputop.tui.bridge import limits_line as limits_text
-from gputop.tui.panes.box import BoxPane
+from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 
 __all__ = ["KernelsPane", "without_function"]
@@ -81,12 +81,12 @@ class KernelsPane(BoxPane):
             summary.display = False
             warning.display = False
             hint.display = True
-            hint.update(
-                "profiling..." if snapshot.profiling else "no profile yet: press p to profile the running module"
+            show_text(
+                hint, "profiling..." if snapshot.profiling else "no profile yet: press p to profile the running module"
             )
             return
         hint.display = snapshot.profiling
-        hint.update("profiling...")
+        show_text(hint, "profiling...")
         summary.display = True
         wall = f" of {ms_fixed(profile.call_wall_ms)} synced" if profile.call_wall_ms is not None else ""
         gap = ""
@@ -94,13 +94,14 @@ class KernelsPane(BoxPane):
             gap = f", gap {ms_fixed(profile.gap_ms)}" if profile.gap_ms >= 0 else " (dispatches overlap)"
         timing = profile.kernels[0].timing if profile.kernels else ""
         limits = limits_line(profile)
-        summary.update(
+        show_text(
+            summary,
             f"{profile.source}, {timing}, {profile.calls} calls\n"
-            f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}" + (f"\n{limits}" if limits else "")
+            f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}" + (f"\n{limits}" if limits else ""),
         )
         note = clock_warning(profile)
         warning.display = note is not None
-        warning.update(f"⚠ {note}" if note else "")
+        show_text(warning, f"⚠ {note}" if note else "")
         rows, labels = kernel_rows(profile.kernels, snapshot.function or "")
         self.query_one("#kernels-table", KeyedTable).sync(rows, labels)
 

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
 from gputop.tui.bridge import BYTES, RunSnapshot, column, human_bytes
-from gputop.tui.panes.box import BoxPane
+from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 
 __all__ = ["MemoryPane"]
@@ -50,7 +50,7 @@ class MemoryPane(BoxPane):
         sample = snapshot.memory
         if sample is None:  # a new run before its first sample: nothing of the last one stays
             self.query_one("#memory-table", KeyedTable).sync({})
-            self.query_one("#memory-device", Static).update("")
+            show_text(self.query_one("#memory-device", Static), "")
             self.query_one("#memory-sparkline", Sparkline).data = []
             return
         lines = []
@@ -76,5 +76,5 @@ class MemoryPane(BoxPane):
         lines.append(f"host RSS {human_bytes(sample.host_rss_bytes)} of {human_bytes(sample.host_total_bytes)}")
         several = len(sample.devices) > 1  # then the device says which row is which: it stays
         self.query_one("#memory-table", KeyedTable).sync(rows, labels, {"device": 0 if several else 3})
-        self.query_one("#memory-device", Static).update("\n".join(lines))
+        show_text(self.query_one("#memory-device", Static), "\n".join(lines))
         self.query_one("#memory-sparkline", Sparkline).data = list(snapshot.memory_history)

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
 from gputop.tui.bridge import RunSnapshot, ms, seconds
-from gputop.tui.panes.box import BoxPane
+from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.report_text import PHASES, parameters_progress
 
 __all__ = ["RunPane"]
@@ -55,6 +55,7 @@ class RunPane(BoxPane):
             table.add_column(style="dim")
             table.add_column(justify="right", min_width=9)
         cells = [(label, seconds(getattr(snapshot.phases, key))) for label, key in PHASES]
+        phase_key = (tuple(cells), snapshot.phases.import_s)  # what the table shows: redrawn only when it changes
         for left, right in zip(cells[0::2], cells[1::2], strict=True):
             table.add_row(left[0], left[1], "  " + right[0], right[1])
         if snapshot.phases.import_s is not None:  # ONNX models only
@@ -65,9 +66,9 @@ class RunPane(BoxPane):
             line = Text("params ", style="dim")
             line.append(parameters_progress(load, mode=False), style="" if load.done else "bold yellow")
             line.append(f"  {load.mode}", style="dim")
-            self.query_one("#run-phases", Static).update(Group(table, line))
+            show_text(self.query_one("#run-phases", Static), Group(table, line), key=(phase_key, line))
         else:
-            self.query_one("#run-phases", Static).update(table)
+            show_text(self.query_one("#run-phases", Static), table, key=phase_key)
         calls = snapshot.calls
         rate = call_rate(snapshot)
         text = (
@@ -77,5 +78,5 @@ class RunPane(BoxPane):
         if snapshot.enqueue is not None and snapshot.enqueue.count:
             # OpenCL: what a naive host timer would have shown.
             text += f"\nenqueue returns after p50 {ms(snapshot.enqueue.p50_ms)} (not synced)"
-        self.query_one("#run-calls", Static).update(text)
+        show_text(self.query_one("#run-calls", Static), text)
         self.query_one("#run-sparkline", Sparkline).data = list(calls.recent_ms)

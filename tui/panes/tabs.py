@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from gputop.tui.panes.box import BoxPane
+from gputop.tui.panes.box import BoxPane, show_text
 
 __all__ = ["PaneTabs"]
 
@@ -36,4 +36,4 @@ class PaneTabs(Static):
             style = "bold reverse" if pane_id == pane.PANE_ID else ""
             line.append(f" {pane.KEY} ", style="bold " + style if style else "dim")
             line.append(f"{pane.TITLE} ", style=style)
-        self.update(line)
+        show_text(self, line)
