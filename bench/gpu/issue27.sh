@@ -21,8 +21,8 @@ inputs() { for i in "$D/$1"_in*.npy; do printf -- '--input @%s ' "$i"; done; }
 perturb() {  # MODULE DEVICE
   local module=$1 device=$2
   # shellcheck disable=SC2046
-  timeout 280 python3 bench/perturbation.py --target "$D/${module}_${device}.vmfb" --device "$device" \
-    --function "$module" $(inputs "$module") --seconds "$SECONDS_STEADY" --rounds "$ROUNDS" --profile \
+  timeout 290 python3 bench/perturbation.py --target "$D/${module}_${device}.vmfb" --device "$device" \
+    --function "$module" $(inputs "$module") --seconds "$SECONDS_STEADY" --warmup 2 --rounds "$ROUNDS" --profile \
     --json "$OUT_DIR/${module}_${device}.json" > "$OUT_DIR/${module}_${device}.txt" 2>&1 \
     || log "$module $device failed (exit $?)"
   tail -8 "$OUT_DIR/${module}_${device}.txt" | tee -a "$OUT_DIR/log.txt"
