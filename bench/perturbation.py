@@ -150,6 +150,8 @@ def steady_window(folder: Path, pid: int, seconds: float) -> tuple[dict[str, Any
 def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, env: dict[str, str]) -> dict[str, Any]:
     folder = base / f"{way}-{time.monotonic_ns()}"
     run_args = [args.target, "--device", args.device, *args.extra]
+    if args.profile:  # the same pass everywhere: headless `--profile` would otherwise profile every one of its calls
+        run_args += ["--profile-calls", str(args.profile_calls)]
     stats_path = folder.with_suffix(".viewer.json")
     viewer_env = {**env, "GPUTOP_VIEWER_STATS": str(stats_path)}
     row: dict[str, Any] = {"way": way}
@@ -235,6 +237,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", default="120x40", help="terminal COLSxROWS")
     parser.add_argument("--profile", action="store_true", help="one profile pass per way; compare breakdowns")
+    parser.add_argument("--profile-calls", type=int, default=10, help="calls in each way's profile pass (default 10)")
     parser.add_argument("--ways", default=",".join(WAYS))
     parser.add_argument("--json", help="write rows and table here")
     args, extra = parser.parse_known_args()
