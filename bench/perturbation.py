@@ -210,7 +210,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         mine = [r for r in rows if r["way"] == way]
         if not mine:
             continue
-        entry: dict[str, Any] = {"way": way, "rounds": len(mine)}
+        entry: dict[str, Any] = {"way": way, "rounds": len(mine), "p50_by_round": [r.get("p50_ms") for r in mine]}
         for key in ("p50_ms", "p95_ms", "max_ms", "mean_ms", "viewer_cpu_pct"):
             values = [r[key] for r in mine if r.get(key) is not None]
             entry[key] = statistics.median(values) if values else None
@@ -272,6 +272,7 @@ def main() -> None:
         age = f"{t['snapshot_age_p95_ms']:.1f} ms" if t.get("snapshot_age_p95_ms") else "-"
         values = " ".join(f"{(t.get(k) or 0):>8.3f}" for k in ("p50_ms", "p95_ms", "max_ms", "mean_ms"))
         print(f"{t['way']:<9} {values}  {ratios:<23} {cpu:>10}  {age:>7}")
+        print("          p50 by round " + ", ".join(f"{v:.3f}" for v in t["p50_by_round"] if v is not None))
         if t.get("breakdown_ms"):
             print("          breakdown " + ", ".join(f"{k} {v:.3f}" for k, v in t["breakdown_ms"].items()))
     if args.json:

@@ -26,6 +26,7 @@ import numpy as np
 
 from gputop.core.module.devices import resolve_device
 from gputop.core.profiling.profiles import benchmark_call_ms, device_uri
+from gputop.core.run.host import tune_interpreter_for_calls
 from gputop.core.session import RunConfig, Session
 
 
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of each tool")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    tune_interpreter_for_calls()  # as `gputop run` does: this process makes the calls
     target = args.vmfb or f"demo:{args.demo}"
     config = RunConfig(
         target=target, device=args.device, iterations=args.iterations, function=args.function,

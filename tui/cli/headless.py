@@ -12,7 +12,7 @@ import sys
 import time
 
 from gputop.core.run import Session
-from gputop.core.run.host import RunHost
+from gputop.core.run.host import RunHost, tune_interpreter_for_calls
 from gputop.core.snapshot import BUSY_STATES, RunSnapshot
 
 __all__ = ["PARAMETERS_EVERY_S", "PROGRESS_EVERY_S", "drive", "ending"]
@@ -45,6 +45,7 @@ def drive(host: RunHost, *, progress: bool, first_profile: bool = False) -> int:
             host.request_profile()
 
     host.subscribe(on_snapshot)
+    tune_interpreter_for_calls()
     signals = SignalEnding(
         interrupt=lambda code: host.stop(exit_code=code),
         wait=host.wait,
