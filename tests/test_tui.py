@@ -37,7 +37,7 @@ async def test_live_run_fills_the_panes() -> None:
         await pilot.pause(0.2)
         assert app.snapshot is not None and app.snapshot.state == "running"
         assert seen and app.frames >= 1
-        # Coalescing and the frame cap: no more frames than 10 a second of run time.
+        # Coalescing and the frame cap (MIN_FRAME_S): frames follow the snapshots, never a backlog.
         run_text = str(app.query_one("#run-calls").render())
         assert "calls" in run_text and "p50" in run_text
         memory_rows = app.query_one("#memory-table").row_count  # type: ignore[attr-defined]
