@@ -180,3 +180,62 @@ def test_affinity_without_the_compiler_is_one_line() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert_one_line_error(proc, 3, "affinity analysis needs IREE's compiler (iree-base-compiler)")
+
+
+CORPUS = Path(__file__).parent / "data" / "affinity"
+
+
+def test_static_analysis_refuses_devices_the_flags_do_not_declare() -> None:
+    """IREE's own test names (@dev_a): iree-compile prints errors yet exits 0; gputop fails with one line."""
+    source = CORPUS / "refused" / "wrong_device_names.mlir"
+    proc = run_gputop("affinity", str(source), "--devices", "local:0,local:1", "--static", "--json", "-")
+    line = assert_one_line_error(proc, 3, "promised device that was not declared", "@dev_a")
+    assert "--devices provides device_a, device_b" in line
+    assert proc.stdout == ""  # no table of devices that do not exist
+
+
+def _crashing_compiler(folder: Path) -> dict[str, str]:
+    """An `iree-compile` that runs the real one for the stream phase and dies of SIGSEGV on the full
+    compile unless given --iree-opt-const-eval=false (as one of IREE's crashes does)."""
+    from gputop.core.module.compile import find_compiler
+
+    tool = folder / "bin" / "iree-compile"
+    tool.parent.mkdir()
+    tool.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--compile-to=stream*|*--iree-opt-const-eval=false*) '
+        f'exec {find_compiler()} "$@";; esac\n'
+        "kill -SEGV $$\n"
+    )
+    tool.chmod(0o755)
+    return {"IREE_TOOL_PATH": str(tool.parent), "GPUTOP_CACHE_DIR": str(folder / "cache")}
+
+
+def test_a_crash_of_the_full_compile_keeps_the_static_table(tmp_path: Path) -> None:
+    env = _crashing_compiler(tmp_path)
+    source = str(CORPUS / "transfer_export.mlir")
+    proc = run_gputop("affinity", source, "--devices", "local:0,local:1", "--json", "-", env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [r["flag"] for r in data["exports"]] == [None, "transfer"]  # the table the stream phase gave
+    assert data["observation"]["observed"] is False
+    [note] = data["observation"]["notes"]
+    assert note.startswith("not observed: the compiler crashed (signal 11)") and "--static" in note, note
+    # The flag that avoids the crash reaches both compiles.
+    proc = run_gputop(
+        "affinity", source, "--devices", "local:0,local:1", "--compile-flag=--iree-opt-const-eval=false",
+        "--json", "-", env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["observation"]["observed"] is True
+    assert "--iree-opt-const-eval=false" in data["flags"]
+    assert [r["observed_transfer_bytes"] for r in data["exports"]] == [0, 16384]
+
+
+def test_a_crash_of_the_stream_phase_says_signal(tmp_path: Path) -> None:
+    env = _crashing_compiler(tmp_path)
+    tool = Path(env["IREE_TOOL_PATH"]) / "iree-compile"
+    tool.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    proc = run_gputop("affinity", str(CORPUS / "transfer_export.mlir"), "--devices", "local:0,local:1", env=env)
+    assert_one_line_error(proc, 3, "the compiler crashed (signal 11)")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import CompileError, UsageError
-from gputop.core.module.compile import find_compiler, read_source
+from gputop.core.module.compile import compile_failure, find_compiler, read_source
 from gputop.core.module.diagnostics import parse_diagnostics
 from gputop.core.module.mlir_ops import op_of, walk
 from gputop.core.module.targets import device_names
@@ -117,6 +117,7 @@ def _attr(op: Any, name: str) -> Any:
         return None
 
 
+_UNDECLARED_DEVICE = "promised device that was not declared"
 PINNED_IMPORTS = ("hal.tensor.import", "stream.tensor.import")
 PINNED_EXPORTS = ("hal.tensor.export", "stream.tensor.export")
 
@@ -201,11 +202,19 @@ def compile_to_stream(
         capture_output=True,
         text=True,
     )
-    log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
-    if proc.returncode != 0:
-        errors = [d for d in parse_diagnostics(proc.stderr, log_path=str(log)) if d.severity == "error"]
-        first = errors[0].one_line().removeprefix("error: ") if errors else f"exit {proc.returncode}"
-        raise CompileError(first, log_path=str(log))
+    text = proc.stdout + proc.stderr
+    log.write_text(text, encoding="utf-8")
+    diagnostics = tuple(parse_diagnostics(proc.stderr, log_path=str(log)))
+    errors = [d for d in diagnostics if d.severity == "error"]
+    # iree-compile can print errors and still exit 0 (a device the module promises but the flags do not
+    # declare): any error fails the analysis, whose IR would describe devices that do not exist.
+    if proc.returncode != 0 or errors or not output.exists():
+        source = source_bytes if source_bytes is not None else read_source(source_path)
+        error = compile_failure(text, proc.returncode, diagnostics, log, None, source)
+        if any(_UNDECLARED_DEVICE in d.message for d in errors):
+            named = [f.split("=")[1] for f in flags if f.startswith("--iree-hal-target-device=") and f.count("=") == 2]
+            error.message += f" (--devices provides {', '.join(named) or 'no named device'})"
+        raise error
     return output.read_text(encoding="utf-8")
 
 
