@@ -175,9 +175,9 @@ def make_inputs(signature: FunctionSignature, given: list[str] | None, seed: int
     for index, kind in enumerate(signature.inputs):
         _refuse_argument(signature, index, kind)
     if given:
+        arrays = _given_arrays(signature, given)  # a bad value is named before a wrong count
         if signature.declared and len(given) != len(signature.inputs):
             raise UsageError(f"{signature.name} takes {len(signature.inputs)} inputs, {len(given)} given")
-        arrays = _given_arrays(signature, given)
         for index, (array, kind) in enumerate(zip(arrays, signature.inputs, strict=False)):
             if not signature.declared:
                 break
