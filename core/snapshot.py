@@ -343,6 +343,11 @@ class ExportAffinity:
     # Bytes a profiled call showed moving for this value (copies matched to the analysis);
     # None where no profile was taken or nothing a profile records moves it (an export handed over).
     observed_transfer_bytes: int | None = None
+    # Sizes known only at run time (dynamic shapes): the formula of transfer_bytes in the arguments'
+    # dimensions (`argN[i]`), None where every size is a constant; bytes_from_call: transfer_bytes
+    # was computed from a profiled call's real input shapes.
+    transfer_bytes_expr: str | None = None
+    bytes_from_call: bool = False
 
 
 @dataclass(frozen=True)
@@ -353,6 +358,8 @@ class Transfer:
     bytes: int
     op: str
     observed_bytes: int | None = None  # the matching copy in a profiled call; None where a profile cannot see it
+    bytes_expr: str | None = None  # a dynamic size: `bytes` as a formula in the arguments' dims (`argN[i]`)
+    bytes_from_call: bool = False  # `bytes` computed from a profiled call's real input shapes
 
 
 @dataclass(frozen=True)

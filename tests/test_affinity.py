@@ -180,3 +180,139 @@ def test_affinity_without_the_compiler_is_one_line() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert_one_line_error(proc, 3, "affinity analysis needs IREE's compiler (iree-base-compiler)")
+
+
+CORPUS = Path(__file__).parent / "data" / "affinity"
+
+
+def test_static_analysis_refuses_devices_the_flags_do_not_declare() -> None:
+    """IREE's own test names (@dev_a): iree-compile prints errors yet exits 0; gputop fails with one line."""
+    source = CORPUS / "refused" / "wrong_device_names.mlir"
+    proc = run_gputop("affinity", str(source), "--devices", "local:0,local:1", "--static", "--json", "-")
+    line = assert_one_line_error(proc, 3, "promised device that was not declared", "@dev_a")
+    assert "--devices provides device_a, device_b" in line
+    assert proc.stdout == ""  # no table of devices that do not exist
+
+
+def _crashing_compiler(folder: Path) -> dict[str, str]:
+    """An `iree-compile` that runs the real one for the stream phase and dies of SIGSEGV on the full
+    compile unless given --iree-opt-const-eval=false (as one of IREE's crashes does)."""
+    from gputop.core.module.compile import find_compiler
+
+    tool = folder / "bin" / "iree-compile"
+    tool.parent.mkdir()
+    tool.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--compile-to=stream*|*--iree-opt-const-eval=false*) '
+        f'exec {find_compiler()} "$@";; esac\n'
+        "kill -SEGV $$\n"
+    )
+    tool.chmod(0o755)
+    return {"IREE_TOOL_PATH": str(tool.parent), "GPUTOP_CACHE_DIR": str(folder / "cache")}
+
+
+def test_a_crash_of_the_full_compile_keeps_the_static_table(tmp_path: Path) -> None:
+    env = _crashing_compiler(tmp_path)
+    source = str(CORPUS / "transfer_export.mlir")
+    proc = run_gputop("affinity", source, "--devices", "local:0,local:1", "--json", "-", env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [r["flag"] for r in data["exports"]] == [None, "transfer"]  # the table the stream phase gave
+    assert data["observation"]["observed"] is False
+    [note] = data["observation"]["notes"]
+    assert note.startswith("not observed: the compiler crashed (signal 11)") and "--static" in note, note
+    # The flag that avoids the crash reaches both compiles.
+    proc = run_gputop(
+        "affinity", source, "--devices", "local:0,local:1", "--compile-flag=--iree-opt-const-eval=false",
+        "--json", "-", env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["observation"]["observed"] is True
+    assert "--iree-opt-const-eval=false" in data["flags"]
+    assert [r["observed_transfer_bytes"] for r in data["exports"]] == [0, 16384]
+
+
+def test_a_crash_of_the_stream_phase_says_signal(tmp_path: Path) -> None:
+    env = _crashing_compiler(tmp_path)
+    tool = Path(env["IREE_TOOL_PATH"]) / "iree-compile"
+    tool.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    proc = run_gputop("affinity", str(CORPUS / "transfer_export.mlir"), "--devices", "local:0,local:1", env=env)
+    assert_one_line_error(proc, 3, "the compiler crashed (signal 11)")
+
+
+ARGUMENTS = CORPUS / "arguments"
+
+
+def _iree_run_module(source: Path, tmp_path: Path, *inputs: str) -> str:
+    """What IREE's own iree-run-module prints for the same module on two local-task devices."""
+    from gputop.core.module.compile import compile_module
+    from gputop.core.profiling.profiles import runtime_tool
+
+    vmfb = compile_module(source, TWO_LOCAL, log_dir=tmp_path).vmfb_path
+    proc = subprocess.run(
+        [runtime_tool("iree-run-module"), f"--module={vmfb}", "--device=local-task", "--device=local-task",
+         *(f"--input={value}" for value in inputs)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("flag", ["true", "True", "1", "i1=1"])
+def test_scalar_arguments_of_every_width(flag: str, tmp_path: Path) -> None:
+    """i32, i64, f32 and i1 scalars beside a tensor: gputop computes what iree-run-module prints."""
+    source = ARGUMENTS / "scalars.mlir"
+    proc, report = run_json(
+        str(source), "--devices", "local:0,local:1", "-n", "1",
+        "-i", "4xf32=1,2,3,4", "-i", "3", "-i", "i64=4", "-i", "0.5", "-i", flag,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    tensor, total = report["outputs"]
+    assert (tensor["min"], tensor["max"], tensor["mean"]) == (7.5, 9.0, 8.25)  # x * 0.5 + 3 + 4
+    assert (total["dtype"], total["shape"], total["mean"]) == ("int64", [], 7.0)
+    # iree-run-module takes the i1 as an i32 (it refuses `true`): the same numbers.
+    printed = _iree_run_module(source, tmp_path, "4xf32=1,2,3,4", "3", "4", "0.5", "1")
+    assert "4xf32=7.5 8 8.5 9" in printed and "i64=7" in printed
+    assert [r["kind"] for r in report["exports"]] == ["argument", "result"]  # scalars never cross devices
+
+
+def test_scalar_arguments_random_and_refused() -> None:
+    source = str(ARGUMENTS / "scalars.mlir")
+    proc, report = run_json(source, "--devices", "local:0,local:1", "-n", "1")  # random scalars, seed 0
+    assert proc.returncode == 0, proc.stderr
+    assert [i["dtype"] for i in report["inputs"]] == ["float32", "int32", "int64", "float32", "bool"]
+    base = ("run", source, "--devices", "local:0,local:1", "-n", "1", "-i", "4xf32=1", "-i", "3", "-i", "4")
+    proc = run_gputop(*base, "-i", "0.5", "-i", "maybe")
+    assert_one_line_error(proc, 2, "scalars argument 4 is an i1: give 0, 1, true or false")
+    proc = run_gputop(*base, "-i", "i32=0.5", "-i", "1")
+    assert_one_line_error(proc, 2, "scalars argument 3 is a scalar f32")
+    proc = run_gputop(*base[:-2], "-i", "1.5", "-i", "0.5", "-i", "1")
+    assert_one_line_error(proc, 2, "i64 takes whole numbers")
+
+
+def test_a_buffer_view_argument_runs_as_iree_run_module_runs_it(tmp_path: Path) -> None:
+    import numpy as np
+
+    source = ARGUMENTS / "buffer_view.mlir"
+    assert "4xi32=3 5 7 9" in _iree_run_module(source, tmp_path, "4xi32=1,2,3,4")
+    expected = tmp_path / "expected.npy"
+    np.save(expected, np.array([3, 5, 7, 9], np.int32))
+    proc, report = run_json(
+        str(source), "--devices", "local:0,local:1", "-n", "1", "-i", "4xi32=1,2,3,4", "--check", str(expected)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert report["check"]["passed"]
+    # Its argument is declared by the pin on its hal.tensor.import, its result by the pin on its export.
+    assert [(r["kind"], r["declared"], r["flag"]) for r in report["exports"]] == [
+        ("argument", "device_a", None),
+        ("result", "device_a", None),
+    ]
+    proc = run_gputop("run", str(source), "--devices", "local:0,local:1", "-n", "1")
+    assert_one_line_error(proc, 2, "buffer_view argument 0 is a !hal.buffer_view", "give it with --input")
+
+
+def test_buffer_and_fence_arguments_are_refused_in_one_line() -> None:
+    source = str(CORPUS / "refused" / "aliased_storage.mlir")
+    proc = run_gputop("run", source, "--devices", "local:0,local:1", "-n", "1", "-i", "4xi32=1", "-i", "4xi32=0")
+    assert_one_line_error(proc, 2, "aliased_storage argument 1 is a !hal.buffer")

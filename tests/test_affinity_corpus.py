@@ -55,6 +55,7 @@ class Case:
     devices: int
     records: tuple[Row, ...]
     transfers: tuple[Move, ...]
+    inputs: tuple[str, ...] = ()  # the profiled call's --input values (random, seed 0, where none)
 
 
 CASES = {
@@ -227,6 +228,33 @@ CASES = {
         ),
         ((A, B, 524288, COPY, 524288), (B, A, 262144, EXPORT, None)),
     ),
+    # IREE's multi-device data-tiling demo with dynamic shapes, called with 64x32 and 32x16 inputs:
+    # %31 = execute on(b) { invalidate from(a) %arg2; copy %arg2 -> %arg5[0] (%3 = 4*d0*d1 of arg0);
+    #       invalidate from(a) %arg3; copy %arg3 -> %arg5[%11] (%8 = 4*d0*d1 of arg1);
+    #       dispatch_0 {ro %arg5, wo %arg4 = %result} }
+    # %33 = execute on(a) { invalidate from(b) %arg2 = %result; copy %arg2 -> %arg3 = %result_2 (%10) }
+    # export on(a) (await => %result_2). No length is a constant: each is planned from the call's shapes
+    # (lhs 8192, rhs 2048, result 4096) and paired with the copy that ran.
+    "dynamic_matmul": Case(
+        "dynamic_matmul.mlir",
+        2,
+        (
+            ("argument", 0, A, A, B, 8192, "transfer", 8192),
+            ("argument", 1, A, A, B, 2048, "transfer", 2048),
+            ("result", 0, A, A, A, 4096, "transfer", 4096),
+        ),
+        ((A, B, 8192, COPY, 8192), (A, B, 2048, COPY, 2048), (B, A, 4096, COPY, 4096)),
+        ("64x32xf32=1", "32x16xf32=1"),
+    ),
+    # IREE's exported_producer: %0 = execute on(a) { fill %c123_i32, %arg0 (4) }
+    # %2 = stream.tensor.export on(b) %1. The source pins the export on b (`hal.tensor.export on(@device_b)`),
+    # which is its declaration: declared b, written on a, handed over by the export (no copy runs).
+    "exported_producer": Case(
+        "exported_producer.mlir",
+        2,
+        (("result", 0, B, B, A, 4, "hidden_transfer", None),),
+        ((A, B, 4, EXPORT, None),),
+    ),
     # The demo pipeline: as "pipeline" with 256x512 / 512x512 / 512x256 (a staging copy of 524288 on a).
     "demo:pipeline": Case(
         "demo:pipeline",
@@ -254,7 +282,8 @@ def _devices(case: Case) -> str:
 def affinity_json(name: str) -> dict[str, Any]:
     """`gputop affinity CASE --devices local:0,... --json -`: the analysis and the profiled call."""
     case = CASES[name]
-    proc = run_gputop("affinity", _target(case), "--devices", _devices(case), "--json", "-")
+    given = [f"--input={value}" for value in case.inputs]
+    proc = run_gputop("affinity", _target(case), "--devices", _devices(case), *given, "--json", "-")
     assert proc.returncode == 0, proc.stderr
     return dict(json.loads(proc.stdout))
 
@@ -334,3 +363,38 @@ def test_the_async_phase_ir_gives_the_same_records(name: str, tmp_path: Path) ->
     assert [tuple(getattr(r, f) for f in FIELDS) for r in async_records] == [
         tuple(getattr(r, f) for f in FIELDS) for r in cmd_records
     ]
+
+
+def test_dynamic_sizes_are_formulas_until_a_call_gives_the_shapes() -> None:
+    """Statically a dynamic transfer is a formula in the arguments' dims; the call's shapes give its bytes."""
+    proc = run_gputop(
+        "affinity", str(CORPUS / "dynamic_matmul.mlir"), "--devices", "local:0,local:1", "--static", "--json", "-"
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [(t["bytes"], t["bytes_expr"], t["bytes_from_call"]) for t in data["transfers"]] == [
+        (0, "4*arg0[0]*arg0[1]", False),
+        (0, "4*arg1[0]*arg1[1]", False),
+        (0, "4*arg0[0]*arg1[1]", False),
+    ]
+    assert [r["transfer_bytes_expr"] for r in data["exports"]] == [
+        "4*arg0[0]*arg0[1]",
+        "4*arg1[0]*arg1[1]",
+        "4*arg0[0]*arg1[1]",
+    ]
+    observed = affinity_json("dynamic_matmul")
+    assert all(t["bytes_from_call"] for t in observed["transfers"])
+    assert all(r["bytes_from_call"] for r in observed["exports"])
+    text = run_gputop(
+        "affinity", str(CORPUS / "dynamic_matmul.mlir"), "--devices", "local:0,local:1", "--static"
+    ).stdout
+    assert "4*arg0[0]*arg0[1]" in text and "argN[i] is dimension i of argument N" in text
+    # Without shapes the call cannot be made: the note names the option that gives them.
+    text = run_gputop("affinity", str(CORPUS / "dynamic_matmul.mlir"), "--devices", "local:0,local:1").stdout
+    assert "dynamic dimension: give it with --input" in text
+
+
+def test_a_pin_on_an_export_op_is_a_declaration() -> None:
+    """`hal.tensor.export on(#hal.device.promise<@device_b>)` declares the result, as iree.abi.affinity does."""
+    declared = declared_affinities((CORPUS / "exported_producer.mlir").read_text())
+    assert declared == {"exported_producer": ([], ["device_b"])}

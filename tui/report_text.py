@@ -280,6 +280,14 @@ def affinity_table(exports: list[dict[str, Any]], transfers: list[dict[str, Any]
     def observed(value: int | None) -> str:
         return "?" if value is None else str(value) if value else "-"
 
+    def moved(count: int, expr: str | None, from_call: bool | None) -> str:
+        """A byte count; a dynamic size as its formula, or its value for the call's shapes marked `(call)`."""
+        if expr and from_call:
+            return f"{count} (call)"
+        if expr:
+            return expr
+        return str(count) if count else "-"
+
     header = ("FUNCTION", "KIND", "#", "DECLARED", "EXPORTED ON", "PRODUCED/USED ON", "BYTES MOVED", "OBSERVED", "FLAG")
     rows = [header]
     for r in exports:
@@ -291,19 +299,27 @@ def affinity_table(exports: list[dict[str, Any]], transfers: list[dict[str, Any]
                 dev(r["declared"]) if r["declared"] else "undeclared",
                 dev(r["export_affinity"]),
                 dev(r["producer_affinity"]),
-                str(r["transfer_bytes"]) if r["transfer_bytes"] else "-",
+                moved(r["transfer_bytes"], r.get("transfer_bytes_expr"), r.get("bytes_from_call")),
                 observed(r.get("observed_transfer_bytes")),
                 FLAG_TEXT.get(r["flag"] or "", ""),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    dynamic = False
     for t in transfers:
         seen = t.get("observed_bytes")
+        expr = t.get("bytes_expr")
+        size = f"{t['bytes']} bytes" if not expr else f"{t['bytes']} bytes (= {expr} for the call's shapes)"
+        if expr and not t.get("bytes_from_call"):
+            size = f"{expr} bytes (dynamic)"
+        dynamic = dynamic or bool(expr)
         lines.append(
-            f"transfer  {t['function']}: {dev(t['source'])} -> {dev(t['target'])}, {t['bytes']} bytes ({t['op']})"
+            f"transfer  {t['function']}: {dev(t['source'])} -> {dev(t['target'])}, {size} ({t['op']})"
             + ("" if seen is None else f", observed {seen} bytes")
         )
+    if dynamic:
+        lines.append("dynamic sizes: argN[i] is dimension i of argument N; (call): computed from the call's shapes")
     return "\n".join(lines)
 
 

@@ -243,7 +243,7 @@ def _compile_once(
     if returncode != 0 or not unfinished.exists():
         unfinished.unlink(missing_ok=True)
         shutil.rmtree(unfinished.with_suffix(".sources.partial"), ignore_errors=True)
-        raise _compile_failure(text, returncode, diagnostics, log_path, bad, data)
+        raise compile_failure(text, returncode, diagnostics, log_path, bad, data)
     if dump:
         _keep_sources(unfinished.with_suffix(".sources.partial"), sources)
     with contextlib.suppress(OSError):  # the log is a convenience of later cache hits
@@ -381,7 +381,7 @@ def _dump_sources_only(
         sources.mkdir(exist_ok=True)
 
 
-def _compile_failure(
+def compile_failure(
     text: str,
     returncode: int,
     diagnostics: tuple[Diagnostic, ...],

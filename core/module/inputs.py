@@ -17,9 +17,20 @@ import psutil
 
 from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
-from gputop.core.module.signature import DTYPES, FunctionSignature, TensorType, parse_tensor_type
+from gputop.core.module.signature import BUFFER_VIEW, DTYPES, FunctionSignature, TensorType, parse_tensor_type
+
+__all__ = [
+    "DEFAULT_SEED",
+    "load_array_file",
+    "make_inputs",
+    "parse_input",
+    "parse_scalar",
+    "random_input",
+    "tool_input_args",
+]
 
 DEFAULT_SEED = 0
+_BOOLEANS = {"true": 1, "false": 0, "1": 1, "0": 0}
 
 
 def random_input(kind: TensorType, rng: np.random.Generator) -> np.ndarray:
@@ -126,15 +137,52 @@ def _numbers(tokens: list[str], dtype: np.dtype, element: str, text: str) -> lis
     return whole
 
 
+def parse_scalar(text: str, kind: TensorType, where: str) -> np.ndarray:
+    """A scalar argument as iree-run-module takes it: `3`, `i32=3`, `0.5`; an i1 also as true/false."""
+    text = text.strip()
+    type_text, has_type, value = text.partition("=")
+    if not has_type:
+        value = text
+    elif type_text.strip() != kind.element:
+        raise UsageError(f"bad --input {text!r}: {where} is a scalar {kind.element}")
+    value = value.strip()
+    if kind.element == "i1":
+        if value.lower() not in _BOOLEANS:
+            raise UsageError(f"bad --input {text!r}: {where} is an i1: give 0, 1, true or false")
+        return np.asarray(bool(_BOOLEANS[value.lower()]))
+    dtype = kind.dtype
+    numbers = _numbers([value], dtype, kind.element, text) if value else []
+    if len(numbers) != 1 or " " in value or "," in value:
+        raise UsageError(f"bad --input {text!r}: {where} is a scalar {kind.element}: give one value")
+    return np.asarray(numbers[0], dtype=dtype)
+
+
+def _refuse_argument(signature: FunctionSignature, index: int, kind: TensorType) -> None:
+    """One line for an argument gputop cannot make: a bare buffer or a fence (the async ABI)."""
+    if kind.is_ref and kind.element != BUFFER_VIEW:
+        raise UsageError(
+            f"{signature.name} argument {index} is a {kind.element}: gputop passes tensors, scalars and "
+            "!hal.buffer_view arguments only"
+        )
+
+
 def make_inputs(signature: FunctionSignature, given: list[str] | None, seed: int = DEFAULT_SEED) -> list[np.ndarray]:
-    """The arrays to call `signature` with: the given ones, checked, or random ones."""
+    """The arrays to call `signature` with: the given ones, checked, or random ones.
+
+    A scalar argument is a 0-d array of its type; a `!hal.buffer_view`
+    argument takes a tensor of any shape and type (its shape is not declared).
+    """
+    for index, kind in enumerate(signature.inputs):
+        _refuse_argument(signature, index, kind)
     if given:
-        arrays = [parse_input(text) for text in given]
-        if signature.declared and len(arrays) != len(signature.inputs):
-            raise UsageError(f"{signature.name} takes {len(signature.inputs)} inputs, {len(arrays)} given")
+        arrays = _given_arrays(signature, given)  # a bad value is named before a wrong count
+        if signature.declared and len(given) != len(signature.inputs):
+            raise UsageError(f"{signature.name} takes {len(signature.inputs)} inputs, {len(given)} given")
         for index, (array, kind) in enumerate(zip(arrays, signature.inputs, strict=False)):
             if not signature.declared:
                 break
+            if kind.is_scalar or kind.is_ref:
+                continue
             expected = tuple(kind.shape)
             if len(expected) != array.ndim or any(
                 e is not None and e != a for e, a in zip(expected, array.shape, strict=True)
@@ -148,8 +196,26 @@ def make_inputs(signature: FunctionSignature, given: list[str] | None, seed: int
         return arrays
     if not signature.declared:
         raise UsageError(f"{signature.name} has no declared signature: give its inputs with --input")
+    for index, kind in enumerate(signature.inputs):
+        if kind.is_ref:
+            raise UsageError(
+                f"{signature.name} argument {index} is a {kind.element}, whose shape and type the module does not "
+                "declare: give it with --input"
+            )
     rng = np.random.default_rng(seed)
     return [random_input(kind, rng) for kind in signature.inputs]
+
+
+def _given_arrays(signature: FunctionSignature, given: list[str]) -> list[np.ndarray]:
+    """The `--input` values, each read as its argument's kind (a scalar as a value of its type)."""
+    arrays = []
+    for index, text in enumerate(given):
+        kind = signature.inputs[index] if signature.declared and index < len(signature.inputs) else None
+        if kind is not None and kind.is_scalar:
+            arrays.append(parse_scalar(text, kind, f"{signature.name} argument {index}"))
+        else:
+            arrays.append(parse_input(text))
+    return arrays
 
 
 def tool_input_args(signature: FunctionSignature, arrays: Sequence[np.ndarray], folder: Path) -> list[str]:
@@ -158,7 +224,9 @@ def tool_input_args(signature: FunctionSignature, arrays: Sequence[np.ndarray], 
     args = []
     for index, (kind, array) in enumerate(zip(signature.inputs, arrays, strict=True)):
         if kind.is_scalar:
-            args.append(str(np.asarray(array).item()))
+            value = np.asarray(array).item()
+            # iree-run-module reads an i1 as an i32 (it refuses `true`)
+            args.append(str(int(value)) if isinstance(value, bool) else str(value))
         else:
             path = folder / f"input{index}.npy"
             np.save(path, array)

@@ -16,6 +16,17 @@ import numpy as np
 
 from gputop.core.errors import UsageError
 
+__all__ = [
+    "BUFFER_VIEW",
+    "DTYPES",
+    "REF_TYPES",
+    "FunctionSignature",
+    "TensorType",
+    "parse_declaration",
+    "parse_tensor_type",
+    "signature_of",
+]
+
 DTYPES: dict[str, np.dtype] = {
     "f16": np.dtype(np.float16),
     "f32": np.dtype(np.float32),
@@ -34,7 +45,13 @@ DTYPES: dict[str, np.dtype] = {
     "ui32": np.dtype(np.uint32),
     "ui64": np.dtype(np.uint64),
 }
-_TYPE = re.compile(r"tensor<(?P<body>[^>]*)>|(?P<scalar>\b(?:[su]?i\d+|f\d+)\b)")
+_TYPE = re.compile(
+    r"tensor<(?P<body>[^>]*)>|(?P<ref>!hal\.(?:buffer_view|buffer|fence)\b)|(?P<scalar>\b(?:[su]?i\d+|f\d+|bf16)\b)"
+)
+# Arguments of a raw-ABI function: a buffer view is passed like a tensor of any shape; a bare buffer
+# or a fence (the async ABI) is not something gputop can make.
+BUFFER_VIEW = "!hal.buffer_view"
+REF_TYPES = (BUFFER_VIEW, "!hal.buffer", "!hal.fence")
 
 
 @dataclass(frozen=True)
@@ -55,13 +72,22 @@ class TensorType:
     def is_dynamic(self) -> bool:
         return any(d is None for d in self.shape)
 
+    @property
+    def is_ref(self) -> bool:
+        """A HAL object passed as it is (`!hal.buffer_view`, `!hal.buffer`, `!hal.fence`), not a tensor."""
+        return self.element in REF_TYPES
+
     def __str__(self) -> str:
+        if self.is_ref:
+            return self.element
         dims = "x".join("?" if d is None else str(d) for d in self.shape)
         return f"{dims}x{self.element}" if dims else self.element
 
 
 @dataclass(frozen=True)
 class FunctionSignature:
+    """A function's inputs and outputs, in order, as its declaration gives them."""
+
     name: str
     inputs: tuple[TensorType, ...]
     outputs: tuple[TensorType, ...]
@@ -90,6 +116,8 @@ def _types_in(text: str) -> tuple[TensorType, ...]:
     for match in _TYPE.finditer(text):
         if match.group("body") is not None:
             found.append(parse_tensor_type(match.group("body")))
+        elif match.group("ref") is not None:
+            found.append(TensorType((), match.group("ref")))
         else:
             found.append(TensorType((), match.group("scalar"), is_scalar=True))
     return tuple(found)

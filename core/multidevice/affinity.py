@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import CompileError, UsageError
-from gputop.core.module.compile import find_compiler, read_source
+from gputop.core.module.compile import compile_failure, find_compiler, read_source
 from gputop.core.module.diagnostics import parse_diagnostics
-from gputop.core.module.mlir_ops import walk
+from gputop.core.module.mlir_ops import op_of, walk
 from gputop.core.module.targets import device_names
+from gputop.core.multidevice.sizes import SizeExpr
 from gputop.core.multidevice.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows
 from gputop.core.processes import child_options
 from gputop.core.snapshot import ExportAffinity, Transfer
@@ -40,7 +42,9 @@ class FunctionAffinity:
     `moved_by[i]` is the index in `copies` of the copy command that moves
     transfer i (None: no command moves it, as for an export handed to another
     device or a kernel reading another device's memory); `record_transfers[j]`
-    are the transfers that move record j's value.
+    are the transfers that move record j's value; `sizes[i]` is transfer i's
+    length as a formula in the arguments' dimensions where the IR gives it only
+    at run time (dynamic shapes), else None.
     """
 
     function: str
@@ -49,6 +53,29 @@ class FunctionAffinity:
     copies: tuple[PlannedCopy, ...]
     moved_by: tuple[int | None, ...]
     record_transfers: tuple[tuple[int, ...], ...]
+    sizes: tuple[SizeExpr | None, ...] = ()
+
+    def with_shapes(self, shapes: Sequence[Sequence[int] | None]) -> FunctionAffinity:
+        """Dynamic sizes computed for one call whose arguments have these shapes (`bytes_from_call`)."""
+        if not any(self.sizes):
+            return self
+        copies = tuple(
+            replace(c, bytes=n) if c.bytes_expr is not None and (n := c.bytes_expr.evaluate(shapes)) is not None else c
+            for c in self.copies
+        )
+        transfers = tuple(
+            replace(t, bytes=n, bytes_from_call=True)
+            if size is not None and (n := size.evaluate(shapes)) is not None
+            else t
+            for t, size in zip(self.transfers, self.sizes, strict=True)
+        )
+        records = tuple(
+            replace(r, transfer_bytes=sum(transfers[i].bytes for i in moved), bytes_from_call=True)
+            if any(self.sizes[i] is not None for i in moved)
+            else r
+            for r, moved in zip(self.records, self.record_transfers, strict=True)
+        )
+        return replace(self, records=records, transfers=transfers, copies=copies)
 
 
 @dataclass(frozen=True)
@@ -91,8 +118,20 @@ def _attr(op: Any, name: str) -> Any:
         return None
 
 
+_UNDECLARED_DEVICE = "promised device that was not declared"
+PINNED_IMPORTS = ("hal.tensor.import", "stream.tensor.import")
+PINNED_EXPORTS = ("hal.tensor.export", "stream.tensor.export")
+
+
 def declared_affinities(source: str, name: str = "source.mlir") -> dict[str, tuple[list[str | None], list[str | None]]]:
-    """Per function: declared devices of arguments and results, from the source's attributes."""
+    """Per function: declared devices of arguments and results, from the source.
+
+    A declaration is either an `iree.abi.affinity` attribute on the argument
+    or result, or a pin written on the op that brings the value in or out of
+    the function: `hal.tensor.import/export on(#hal.device.promise<@d>)` or
+    `stream.tensor.import/export on(...)` whose operand is the argument, or
+    whose result is returned. `iree.abi.affinity` wins where both are given.
+    """
     ir = mlir_bindings()
 
     context = ir.Context()
@@ -121,8 +160,31 @@ def declared_affinities(source: str, name: str = "source.mlir") -> dict[str, tup
                 dictionary = ir.DictAttr(entry)
                 if "iree.abi.affinity" in dictionary:
                     target[index] = device_of(dictionary["iree.abi.affinity"])
+        _pinned_on_ops(op, args, results)
         found[name] = (args, results)
     return found
+
+
+def _pinned_on_ops(function: Any, args: list[str | None], results: list[str | None]) -> None:
+    """Fill undeclared arguments and results from the pins written on their import and export ops."""
+    from iree.compiler import ir
+
+    if not function.regions or not function.regions[0].blocks:
+        return
+    entry = list(function.regions[0].blocks[0].arguments)
+    for op in walk(function):
+        if op.name in PINNED_IMPORTS and "affinity" in op.attributes:
+            source = next(iter(op.operands), None)
+            if source is not None and isinstance(source.owner, ir.Block) and source in entry:
+                index = entry.index(source)
+                if index < len(args) and args[index] is None:
+                    args[index] = device_of(op.attributes["affinity"])
+        elif op.name in PINNED_EXPORTS and "affinity" in op.attributes:
+            for use in op.results[0].uses:
+                owner = op_of(use.owner)
+                index = use.operand_number
+                if owner.name in ("func.return", "util.return") and index < len(results) and results[index] is None:
+                    results[index] = device_of(op.attributes["affinity"])
 
 
 def compile_to_stream(
@@ -142,11 +204,19 @@ def compile_to_stream(
         text=True,
         **child_options(),
     )
-    log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
-    if proc.returncode != 0:
-        errors = [d for d in parse_diagnostics(proc.stderr, log_path=str(log)) if d.severity == "error"]
-        first = errors[0].one_line().removeprefix("error: ") if errors else f"exit {proc.returncode}"
-        raise CompileError(first, log_path=str(log))
+    text = proc.stdout + proc.stderr
+    log.write_text(text, encoding="utf-8")
+    diagnostics = tuple(parse_diagnostics(proc.stderr, log_path=str(log)))
+    errors = [d for d in diagnostics if d.severity == "error"]
+    # iree-compile can print errors and still exit 0 (a device the module promises but the flags do not
+    # declare): any error fails the analysis, whose IR would describe devices that do not exist.
+    if proc.returncode != 0 or errors or not output.exists():
+        source = source_bytes if source_bytes is not None else read_source(source_path)
+        error = compile_failure(text, proc.returncode, diagnostics, log, None, source)
+        if any(_UNDECLARED_DEVICE in d.message for d in errors):
+            named = [f.split("=")[1] for f in flags if f.startswith("--iree-hal-target-device=") and f.count("=") == 2]
+            error.message += f" (--devices provides {', '.join(named) or 'no named device'})"
+        raise error
     return output.read_text(encoding="utf-8")
 
 
@@ -165,6 +235,7 @@ def _function_affinity(flow: FunctionFlow, declared: Declared) -> FunctionAffini
 
     # Every pair (write, reading device) where the reader is another device is one transfer.
     transfers: list[Transfer] = []
+    sizes: list[SizeExpr | None] = []
     moved_by: list[int | None] = []
     index_of: dict[tuple[int, str], int] = {}
     for read in flow.reads:
@@ -174,13 +245,14 @@ def _function_affinity(flow: FunctionFlow, declared: Declared) -> FunctionAffini
                 continue
             write = writes[wid]
             if read.copy is not None:  # the reader copies the bytes into its own memory
-                op, size, copy = read.op, read.bytes, read.copy
+                op, size, expr, copy = read.op, read.bytes, read.bytes_expr, read.copy
             elif write.copy is not None:  # the writer copied them into memory the reader then uses
-                op, size, copy = write.op, write.bytes, write.copy
+                op, size, expr, copy = write.op, write.bytes, write.bytes_expr, write.copy
             else:  # handed over (an export) or read in place by another device's kernel
-                op, size, copy = read.op, read.bytes, None
+                op, size, expr, copy = read.op, read.bytes, read.bytes_expr, None
             index_of[(wid, read.device)] = len(transfers)
-            transfers.append(Transfer(flow.name, source, read.device, size, op))
+            transfers.append(Transfer(flow.name, source, read.device, size, op, bytes_expr=_text(expr)))
+            sizes.append(expr)
             moved_by.append(None if copy is None else next(i for i, c in enumerate(flow.copies) if c is copy))
 
     records: list[ExportAffinity] = []
@@ -202,7 +274,7 @@ def _function_affinity(flow: FunctionFlow, declared: Declared) -> FunctionAffini
             ExportAffinity(
                 flow.name, "argument", index, declared_device,
                 _join(i.device for i in imports), ",".join(readers) or None,
-                sum(transfers[t].bytes for t in moved), flag,
+                sum(transfers[t].bytes for t in moved), flag, transfer_bytes_expr=_sum_text(transfers, moved),
             )
         )  # fmt: skip
         record_transfers.append(moved)
@@ -227,13 +299,25 @@ def _function_affinity(flow: FunctionFlow, declared: Declared) -> FunctionAffini
             ExportAffinity(
                 flow.name, "result", export.result, declared_device, export.device,
                 _join((writes[w].device for w in export.writes), "|"),
-                sum(transfers[t].bytes for t in moved), flag,
+                sum(transfers[t].bytes for t in moved), flag, transfer_bytes_expr=_sum_text(transfers, moved),
             )
         )  # fmt: skip
         record_transfers.append(moved)
     return FunctionAffinity(
-        flow.name, tuple(records), tuple(transfers), flow.copies, tuple(moved_by), tuple(record_transfers)
-    )
+        flow.name, tuple(records), tuple(transfers), flow.copies, tuple(moved_by), tuple(record_transfers),
+        tuple(sizes),
+    )  # fmt: skip
+
+
+def _text(expr: SizeExpr | None) -> str | None:
+    return None if expr is None else str(expr)
+
+
+def _sum_text(transfers: list[Transfer], moved: Sequence[int]) -> str | None:
+    """A record's bytes as a formula where any of its transfers has a dynamic size, else None."""
+    if not any(transfers[t].bytes_expr for t in moved):
+        return None
+    return " + ".join(transfers[t].bytes_expr or str(transfers[t].bytes) for t in moved)
 
 
 def _lineage_crossings(flow: FunctionFlow, writes: frozenset[int]) -> set[tuple[int, str]]:

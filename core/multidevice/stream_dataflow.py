@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputop.core.module.mlir_ops import op_of, walk
+from gputop.core.multidevice.sizes import SizeExpr, size_expr
 
 END = 1 << 62  # the end of a byte range whose length the IR does not give as a constant
 READ, WRITE = 1, 2  # IREE's stream ResourceAccessBitfield (`ro` = 1, `wo` = 2, `rw` = 3)
@@ -47,6 +48,7 @@ class PlannedCopy:
     bytes: int
     source_slot: int | None
     target_slot: int | None
+    bytes_expr: SizeExpr | None = None  # the length as a formula in the arguments' dims (dynamic shapes)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Write:
     bytes: int
     derived_from: frozenset[int]
     copy: PlannedCopy | None = None
+    bytes_expr: SizeExpr | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class Read:
     bytes: int
     writes: frozenset[int]
     copy: PlannedCopy | None = None  # set when the read is a copy's source: the bytes land on `device`
+    bytes_expr: SizeExpr | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class Export:
     bytes: int
     writes: frozenset[int]
     argument: int | None = None  # an argument returned unchanged: nothing imports or exports it
+    bytes_expr: SizeExpr | None = None
 
 
 @dataclass(frozen=True)
@@ -214,7 +219,7 @@ class _FunctionWalk:
             view = op.opview
             base, base_end = _span(view.source_offset, view.result_size)
             return self.locate(view.source, base + start, base + end if end < END else base_end, seen)
-        if op.name == "stream.async.execute":
+        if op.name in ("stream.async.execute", "stream.async.concurrent"):
             body = op.regions[0].blocks[0]
             yielded = list(op_of(list(body.operations)[-1]).operands)
             position = list(op.results).index(value)
@@ -269,10 +274,11 @@ class _FunctionWalk:
         elif name == "stream.cmd.copy":
             view = op.opview
             self._copy(state, key, device, name, view.source, _span(view.source_offset, view.length),
-                        view.target, _span(view.target_offset, view.length))  # fmt: skip
+                        view.target, _span(view.target_offset, view.length), view.length)  # fmt: skip
         elif name == "stream.cmd.fill":
             view = op.opview
-            self._write(state, key, device, name, view.target, _span(view.target_offset, view.target_length))
+            self._write(state, key, device, name, view.target, _span(view.target_offset, view.target_length),
+                        size=view.target_length)  # fmt: skip
         elif name.startswith("stream.async."):
             self._async(op, state, key, device)
         elif op.regions and not name.startswith("stream."):
@@ -285,11 +291,13 @@ class _FunctionWalk:
 
     def _enter(self, op: Any, state: State, key: tuple[Any, ...], device: str | None) -> None:
         body = op.regions[0].blocks[0]
-        if op.name in ("stream.cmd.execute", "stream.async.execute"):
-            # The region's arguments are the captured resources, in order: the binding slots of its commands.
+        if op.name in ("stream.cmd.execute", "stream.async.execute", "stream.async.concurrent"):
+            # The region's arguments are the captured resources, in order: the binding slots of its commands
+            # (a concurrent region inside an execute keeps the slots of the execute's own captures).
             captured = list(op.opview.resource_operands)
             for slot, (argument, value) in enumerate(zip(body.arguments, captured, strict=False)):
-                self.captured[argument] = (value, slot)
+                outer = self.captured.get(value)
+                self.captured[argument] = (value, outer[1] if outer is not None else slot)
         for position, inner in enumerate(body.operations):
             self._visit(op_of(inner), state, (*key, position), device)
 
@@ -325,7 +333,9 @@ class _FunctionWalk:
         if key not in self.write_ids:
             self.write_ids[key] = len(self.write_ids)
         wid = self.write_ids[key]
-        self.writes[wid] = Write(wid, write.device, write.op, write.bytes, write.derived_from, write.copy)
+        self.writes[wid] = Write(
+            wid, write.device, write.op, write.bytes, write.derived_from, write.copy, write.bytes_expr
+        )
         return wid
 
     def _reaching(self, state: State, value: Any, span: tuple[int, int]) -> frozenset[int]:
@@ -335,18 +345,18 @@ class _FunctionWalk:
         return frozenset(found)
 
     def _read(self, state: State, key: tuple[Any, ...], device: str | None, op: str, value: Any,
-              span: tuple[int, int], copy: PlannedCopy | None = None) -> frozenset[int]:  # fmt: skip
+              span: tuple[int, int], copy: PlannedCopy | None = None, size: Any = None) -> frozenset[int]:  # fmt: skip
         writes = self._reaching(state, value, span)
-        self.reads[key] = Read(device, op, _length(span), writes, copy)
+        self.reads[key] = Read(device, op, _length(span), writes, copy, _dynamic(span, size))
         return writes
 
     def _write(self, state: State, key: tuple[Any, ...], device: str | None, op: str, value: Any,
                span: tuple[int, int], derived: frozenset[int] = frozenset(), keep: bool = False,
-               copy: PlannedCopy | None = None) -> int:  # fmt: skip
+               copy: PlannedCopy | None = None, size: Any = None) -> int:  # fmt: skip
         """Record a write of `span` of `value`; `keep` (an in-place update) carries the old bytes on."""
         if keep:
             derived = derived | self._reaching(state, value, span)
-        wid = self._new_write(key, Write(0, device, op, _length(span), derived, copy))
+        wid = self._new_write(key, Write(0, device, op, _length(span), derived, copy, _dynamic(span, size)))
         locations = self.locate(value, *span)
         for root, start, end in locations:
             segments = state.get(root, frozenset())
@@ -356,11 +366,13 @@ class _FunctionWalk:
         return wid
 
     def _copy(self, state: State, key: tuple[Any, ...], device: str | None, op: str, source: Any,
-              source_span: tuple[int, int], target: Any, target_span: tuple[int, int]) -> None:  # fmt: skip
-        copy = PlannedCopy(device, _length(source_span), self._slot(source), self._slot(target))
+              source_span: tuple[int, int], target: Any, target_span: tuple[int, int],
+              length: Any = None) -> None:  # fmt: skip
+        expr = _dynamic(source_span, length)
+        copy = PlannedCopy(device, _length(source_span), self._slot(source), self._slot(target), expr)
         self.copies[key] = copy
-        derived = self._read(state, (*key, "source"), device, op, source, source_span, copy)
-        self._write(state, key, device, op, target, target_span, derived, copy=copy)
+        derived = self._read(state, (*key, "source"), device, op, source, source_span, copy, length)
+        self._write(state, key, device, op, target, target_span, derived, copy=copy, size=length)
 
     def _dispatch(self, view: Any, state: State, key: tuple[Any, ...], device: str | None) -> None:
         from iree.compiler import ir
@@ -374,11 +386,11 @@ class _FunctionWalk:
         for index, (value, offset, length, access) in enumerate(bindings):
             if int(ir.IntegerAttr(access).value) & READ:
                 old[index] = self._read(state, (*key, index), device, f"stream.cmd.dispatch {entry}", value,
-                                        _span(offset, length))  # fmt: skip
+                                        _span(offset, length), size=length)  # fmt: skip
         for index, (value, offset, length, access) in enumerate(bindings):
             if int(ir.IntegerAttr(access).value) & WRITE:
                 self._write(state, (*key, index), device, f"stream.cmd.dispatch {entry}", value,
-                            _span(offset, length), old.get(index, frozenset()))  # fmt: skip
+                            _span(offset, length), old.get(index, frozenset()), size=length)  # fmt: skip
 
     def _async(self, op: Any, state: State, key: tuple[Any, ...], device: str | None) -> None:
         """A `stream.async.*` op: it reads its resource operands and writes its resource results.
@@ -398,10 +410,12 @@ class _FunctionWalk:
             return
         if name in ("stream.async.transfer", "stream.async.clone", "stream.async.slice"):
             span = _span_between(view, "source_offset", "source_end", "source_size")
-            copy = PlannedCopy(device, _length(span), None, None)
+            size = _async_length(view, "source_offset", "source_end", "source_size")
+            copy = PlannedCopy(device, _length(span), None, None, _dynamic(span, size))
             self.copies[key] = copy
-            carried = self._read(state, (*key, "source"), device, name, view.source, span, copy)
-            self._write(state, key, device, name, results[0], (0, _length(span) or END), carried, copy=copy)
+            carried = self._read(state, (*key, "source"), device, name, view.source, span, copy, size)
+            self._write(state, key, device, name, results[0], (0, _length(span) or END), carried, copy=copy,
+                        size=size)  # fmt: skip
         elif name in ("stream.async.copy", "stream.async.update", "stream.async.fill"):
             target_span = _span_between(view, "target_offset", "target_end", "target_size")
             moved: frozenset[int] = frozenset()
@@ -413,9 +427,14 @@ class _FunctionWalk:
                     if name == "stream.async.copy"
                     else _span_between(view, None, None, "update_size")
                 )
-                copy = PlannedCopy(device, _length(span), None, None)
+                size = (
+                    _async_length(view, "source_offset", "source_end", "source_size")
+                    if name == "stream.async.copy"
+                    else getattr(view, "update_size", None)
+                )
+                copy = PlannedCopy(device, _length(span), None, None, _dynamic(span, size))
                 self.copies[key] = copy
-                moved = self._read(state, (*key, "source"), device, name, source, span, copy)
+                moved = self._read(state, (*key, "source"), device, name, source, span, copy, size)
             self.tied[results[0]] = view.target
             self._write(state, key, device, name, view.target, target_span, moved, copy=copy)
         else:
@@ -442,11 +461,14 @@ class _FunctionWalk:
         view = op.opview
         device = device_of(op.attributes["affinity"]) if "affinity" in op.attributes else None
         size = _constant(view.source_size) or 0
-        writes = self._read(state, key, device, "stream.tensor.export", view.source, (0, size or END))
+        span = (0, size or END)
+        writes = self._read(state, key, device, "stream.tensor.export", view.source, span, size=view.source_size)
         for use in op.results[0].uses:
             owner = op_of(use.owner)
             if owner.name == "util.return":
-                self.exports[use.operand_number] = Export(use.operand_number, device, size, writes)
+                self.exports[use.operand_number] = Export(
+                    use.operand_number, device, size, writes, bytes_expr=_dynamic(span, view.source_size)
+                )
 
 
 def _successor_operands(terminator: Any) -> list[list[Any]]:
@@ -475,6 +497,19 @@ def _length(span: tuple[int, int]) -> int:
     """Bytes in a range, 0 where the IR does not give its end as a constant."""
     start, end = span
     return end - start if end < END else 0
+
+
+def _dynamic(span: tuple[int, int], size: Any) -> SizeExpr | None:
+    """The formula of a length the IR gives only at run time (None for constant or unknown lengths)."""
+    return size_expr(size) if size is not None and _length(span) == 0 else None
+
+
+def _async_length(view: Any, offset: str, end: str, size: str) -> Any:
+    """The SSA value of an async op's length: its range's end where the range starts at 0, else its whole size."""
+    stop = getattr(view, end, None)
+    if stop is not None and _constant(getattr(view, offset, None)) == 0:
+        return stop
+    return getattr(view, size, None)
 
 
 def _span_between(view: Any, offset: str | None, end: str | None, size: str) -> tuple[int, int]:

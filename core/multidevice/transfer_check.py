@@ -10,6 +10,10 @@ HAL profiling on, matches every copy the compiler planned with a copy that ran
 and puts what ran beside the static figures: `observed_bytes` on each
 transfer, `observed_transfer_bytes` on each record.
 
+A dynamic-shape value's planned size is a formula in the arguments'
+dimensions (`core/multidevice/sizes.py`); the call's real input shapes give
+its bytes (`bytes_from_call`) before the matching, so its copies pair too.
+
 What no profile can see stays None: an export handed to another device and a
 kernel reading another device's memory run no copy command, and IREE 3.13 has
 no HAL-native profiling for CUDA. A copy the analysis did not plan is
@@ -26,7 +30,7 @@ from pathlib import Path
 from gputop.core.errors import GputopError, Interrupted, ProfileError
 from gputop.core.module.compile import compile_module
 from gputop.core.module.inputs import make_inputs, tool_input_args
-from gputop.core.module.signature import signature_of
+from gputop.core.module.signature import FunctionSignature, signature_of
 from gputop.core.module.targets import device_names
 from gputop.core.multidevice.affinity import AffinityAnalysis, FunctionAffinity
 from gputop.core.processes import last_line, run_logged
@@ -36,9 +40,11 @@ from gputop.core.snapshot import DeviceInfo
 
 __all__ = [
     "Observation",
+    "input_shapes",
     "match_copies",
     "observe_module",
     "observe_transfers",
+    "unexplained_notes",
     "why_not_observable",
 ]
 
@@ -115,8 +121,13 @@ def observe_transfers(
     input_args: Sequence[str],
     out_dir: Path,
     cancel: threading.Event | None = None,
+    shapes: Sequence[Sequence[int] | None] | None = None,
 ) -> Observation:
-    """One profiled call of `affinity.function`; its copies matched with the analysis."""
+    """One profiled call of `affinity.function`; its copies matched with the analysis.
+
+    `shapes` are the call's argument shapes (None for a scalar), which give
+    dynamic sizes their bytes.
+    """
     why = why_not_observable([d.backend for d in devices])
     if why is not None:
         raise ProfileError(why)
@@ -129,6 +140,8 @@ def observe_transfers(
     if code != 0:
         raise ProfileError(f"the transfer cross-check failed: {last_line(output) or f'exit {code}'}", log_path=str(log))
     copies = load_queue_log(bundle, runtime_tool("iree-profile")).copies()
+    if shapes is not None:
+        affinity = affinity.with_shapes(shapes)
     observed, unexplained = match_copies(affinity, copies)
     return Observation(observed, copies, unexplained, str(bundle))
 
@@ -142,28 +155,37 @@ def observe_module(
     out_dir: Path,
     source_bytes: bytes | None = None,
     cancel: threading.Event | None = None,
+    inputs: Sequence[str] = (),
 ) -> tuple[AffinityAnalysis, list[Observation], list[str]]:
-    """Every function of a module called once, profiled, with random inputs (seed 0); and what stopped it.
+    """Every function of a module called once, profiled, with `inputs` or random ones (seed 0); and what stopped it.
 
     The notes say, one line each, why a function (or the whole module) has
     no observed figures, and which copies ran that the analysis did not plan.
+    A failed compile is a note too: the static analysis stands on its own.
     """
     why = why_not_observable([d.backend for d in devices])
     if why is not None:
         return analysis, [], [f"not observed: {why}"]
     import iree.runtime as rt
 
-    compiled = compile_module(source_path, flags, log_dir=out_dir, cancel=cancel, source_bytes=source_bytes)
+    try:
+        compiled = compile_module(source_path, flags, log_dir=out_dir, cancel=cancel, source_bytes=source_bytes)
+    except Interrupted:
+        raise
+    except GputopError as exc:
+        return analysis, [], [f"not observed: {exc.message}; --static gives the compiler's analysis alone"]
     module = rt.VmModule.mmap(rt.VmInstance(), str(compiled.vmfb_path))
     observations: list[Observation] = []
     notes: list[str] = []
     for affinity in analysis.functions:
         try:
             signature = signature_of(module.lookup_function(affinity.function))
-            inputs = tool_input_args(signature, make_inputs(signature, []), out_dir / f"inputs-{affinity.function}")
+            arrays = make_inputs(signature, list(inputs))
+            args = tool_input_args(signature, arrays, out_dir / f"inputs-{affinity.function}")
             observation = observe_transfers(
-                affinity, vmfb=compiled.vmfb_path, devices=devices, input_args=inputs, out_dir=out_dir, cancel=cancel
-            )
+                affinity, vmfb=compiled.vmfb_path, devices=devices, input_args=args, out_dir=out_dir, cancel=cancel,
+                shapes=input_shapes(signature, arrays),
+            )  # fmt: skip
         except Interrupted:
             raise
         except GputopError as exc:
@@ -173,6 +195,15 @@ def observe_module(
         analysis = analysis.replace_function(observation.affinity)
         notes.extend(unexplained_notes(observation))
     return analysis, observations, notes
+
+
+def input_shapes(signature: FunctionSignature, arrays: Sequence[object]) -> list[tuple[int, ...] | None]:
+    """Each argument's shape for a call (None for a scalar or an argument without an array)."""
+    shapes: list[tuple[int, ...] | None] = []
+    for kind, array in zip(signature.inputs, arrays, strict=False):
+        shape = getattr(array, "shape", None)
+        shapes.append(None if kind.is_scalar or shape is None else tuple(int(d) for d in shape))
+    return shapes
 
 
 def unexplained_notes(observation: Observation) -> list[str]:

@@ -15,7 +15,12 @@ from gputop.core.errors import GputopError, Interrupted
 from gputop.core.module.inputs import tool_input_args
 from gputop.core.module.signature import FunctionSignature
 from gputop.core.module.targets import device_names
-from gputop.core.multidevice.transfer_check import observe_transfers, unexplained_notes, why_not_observable
+from gputop.core.multidevice.transfer_check import (
+    input_shapes,
+    observe_transfers,
+    unexplained_notes,
+    why_not_observable,
+)
 from gputop.core.run.flow import RunContext
 from gputop.core.run.prepare import PreparedModule
 
@@ -40,6 +45,7 @@ def observe_exports(ctx: RunContext, module: PreparedModule, signature: Function
         observation = observe_transfers(
             affinity, vmfb=module.vmfb, devices=module.devices, input_args=inputs,
             out_dir=ctx.session_dir / "transfers", cancel=ctx.controls.stop_event,
+            shapes=input_shapes(signature, state.outcome.inputs),
         )  # fmt: skip
     except Interrupted:
         raise
@@ -57,6 +63,12 @@ def observe_exports(ctx: RunContext, module: PreparedModule, signature: Function
         f"{', '.join(sorted({names[c.device_ordinal] for c in copies})) or 'no device'}",
     )
     for transfer in observation.affinity.transfers:
+        if transfer.bytes_from_call:
+            state.event(
+                "info",
+                f"transfer {transfer.source} -> {transfer.target}: {transfer.bytes} bytes for this call's shapes "
+                f"({transfer.bytes_expr})",
+            )
         if transfer.observed_bytes is not None and transfer.observed_bytes != transfer.bytes:
             state.event(
                 "warning",

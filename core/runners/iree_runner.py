@@ -273,14 +273,23 @@ class IreeModuleRun:
     def upload(self, arrays: list[np.ndarray]) -> None:
         """Put the inputs on the device once, so steady calls time only the work.
 
-        Each input becomes one buffer view; they are also packed once into the
-        argument list that every steady call reuses, as iree-benchmark-module does.
+        Each tensor (or `!hal.buffer_view` argument) becomes one buffer view,
+        each scalar argument a VM value of its type (an i1 as the i32 0 or 1, as
+        iree-run-module passes it); they are also packed once into the argument
+        list that every steady call reuses, as iree-benchmark-module does.
         """
         rt = self._rt
         device = self.devices[0]
+        kinds = self.signature.inputs if self.signature is not None and self.signature.declared else ()
+        scalar = [index < len(kinds) and kinds[index].is_scalar for index in range(len(arrays))]
+        args: list[Any] = []
         try:
-            views = [
-                device.allocator.allocate_buffer_copy(
+            for a, is_scalar in zip(arrays, scalar, strict=True):
+                if is_scalar:
+                    value = np.asarray(a).item()
+                    args.append(int(value) if isinstance(value, bool) else value)
+                    continue
+                view = device.allocator.allocate_buffer_copy(
                     memory_type=rt.MemoryType.DEVICE_LOCAL,
                     allowed_usage=rt.BufferUsage.DEFAULT,
                     device=device,
@@ -288,14 +297,18 @@ class IreeModuleRun:
                     buffer=np.ascontiguousarray(a).reshape(a.shape),
                     element_type=rt.array_interop.map_dtype_to_element_type(a.dtype),
                 )
-                for a in arrays
-            ]
+                args.append(rt.DeviceArray(device, view))
         except Exception as exc:
             raise RuntimeFailure(f"cannot upload inputs: {first_line(str(exc))}") from None
-        self._device_args = [rt.DeviceArray(device, view) for view in views]
-        self._arg_list = rt.VmVariantList(len(views))
-        for view in views:
-            self._arg_list.push_ref(view)
+        self._device_args = args
+        self._arg_list = rt.VmVariantList(len(args))
+        for arg in args:
+            if isinstance(arg, float):
+                self._arg_list.push_float(arg)
+            elif isinstance(arg, int):
+                self._arg_list.push_int(arg)
+            else:
+                self._arg_list.push_ref(arg._buffer_view)
 
     def call(self) -> list[Any]:
         """Call the function once, results as device arrays (the first call, whose outputs are read back).

@@ -32,6 +32,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only the compiler's analysis: skip the profiled call that observes the bytes really moved",
     )
+    parser.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        default=[],
+        metavar="VALUE",
+        help="an input of the profiled call in iree-run-module syntax (2x3xf32=1, @x.npy; repeat per input; "
+        "default random, seed 0); needed where an argument has a dynamic shape",
+    )
+    parser.add_argument(
+        "--compile-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="extra iree-compile flag, e.g. --compile-flag=--iree-opt-const-eval=false; repeatable",
+    )
 
 
 def command_affinity(args: argparse.Namespace) -> int:
@@ -39,7 +55,7 @@ def command_affinity(args: argparse.Namespace) -> int:
     from gputop.tui.report_text import affinity_table
 
     devices = device_list(args.devices)
-    flags = affinity_flags(list(devices), [target_flags_for_spec(d) for d in devices])
+    flags = affinity_flags(list(devices), [target_flags_for_spec(d) for d in devices]) + tuple(args.compile_flag)
     target = Target.parse(args.target, must_exist=False)
     if target.demo is not None:
         source_path, source_bytes = Path(f"{target.demo.name}.mlir"), target.demo.source()
@@ -51,7 +67,9 @@ def command_affinity(args: argparse.Namespace) -> int:
     analysis = analyse_module(source_path, flags, out_dir, source_bytes=source_bytes)
     observation: dict[str, Any] = {"observed": False, "notes": ["not observed: --static"]}
     if not args.static and analysis.functions:
-        analysis, observation = _observe_affinity(analysis, source_path, source_bytes, flags, devices, out_dir)
+        analysis, observation = _observe_affinity(
+            analysis, source_path, source_bytes, flags, devices, out_dir, tuple(args.input)
+        )
     records, transfers = analysis.records, analysis.transfers
     names = dict(zip(device_names(len(devices)), devices, strict=True))
     data = {
@@ -76,7 +94,7 @@ def command_affinity(args: argparse.Namespace) -> int:
 
 def _observe_affinity(
     analysis: AffinityAnalysis, source_path: Path, source_bytes: bytes | None, flags: tuple[str, ...],
-    devices: tuple[str, ...], out_dir: Path,
+    devices: tuple[str, ...], out_dir: Path, inputs: tuple[str, ...] = (),
 ) -> tuple[AffinityAnalysis, dict[str, Any]]:  # fmt: skip
     """The runtime cross-check of `gputop affinity`: one profiled call per function, where the devices are here."""
     try:
@@ -84,8 +102,9 @@ def _observe_affinity(
     except DeviceUnavailableError as exc:
         return analysis, {"observed": False, "notes": [f"not observed: {exc}"]}
     analysis, observations, notes = observe_module(
-        analysis, source_path=source_path, flags=flags, devices=infos, out_dir=out_dir, source_bytes=source_bytes
-    )
+        analysis, source_path=source_path, flags=flags, devices=infos, out_dir=out_dir, source_bytes=source_bytes,
+        inputs=inputs,
+    )  # fmt: skip
     return analysis, {
         "observed": bool(observations),
         "source": "one call per function, profiled by iree-benchmark-module (HAL queue events and command buffers)",

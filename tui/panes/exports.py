@@ -51,6 +51,8 @@ def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str | Text, ...]]:
             note = NOTES.get(record.flag or "", "")
             if record.transfer_bytes:
                 note += f" {human_bytes(record.transfer_bytes)}"
+            elif record.transfer_bytes_expr:  # a dynamic size no call has given a value yet
+                note += f" {record.transfer_bytes_expr} B"
             seen = record.observed_transfer_bytes
             if seen is not None and (seen or record.transfer_bytes):
                 note += f" (seen {human_bytes(seen)})"
