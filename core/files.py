@@ -14,6 +14,8 @@ from pathlib import Path
 
 from gputop.core.errors import UsageError
 
+__all__ = ["require_file"]
+
 
 def require_file(path: Path, what: str = "", *, allow_empty: bool = False) -> int:
     """The file's size in bytes, or a UsageError saying what is wrong with `path`."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+__all__ = ["NvmlGpu", "list_gpus", "match_gpu", "memory_used", "nvml_unavailable_reason"]
+
 _init_lock = threading.Lock()
 _init_result: str | bool | None = False  # False: not tried; None: ok; str: reason
 

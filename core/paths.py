@@ -16,6 +16,8 @@ from pathlib import Path
 
 import platformdirs
 
+__all__ = ["cache_dir", "new_session_dir", "state_dir"]
+
 
 def cache_dir() -> Path:
     """The compile cache: `$GPUTOP_CACHE_DIR` or the platform's user cache dir."""

@@ -14,6 +14,45 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = [
+    "BUSY_STATES",
+    "CALL_BUCKETS_MS",
+    "SEGMENT_KINDS",
+    "BoundBuffer",
+    "BreakdownTotals",
+    "CallBreakdown",
+    "CallSegment",
+    "CallStats",
+    "CaptureDispatch",
+    "CaptureInfo",
+    "CaptureReplay",
+    "ClockReading",
+    "CompileRecord",
+    "DeviceInfo",
+    "DeviceMemory",
+    "DevicePeaks",
+    "Diagnostic",
+    "Event",
+    "ExportAffinity",
+    "KernelTiming",
+    "MemorySample",
+    "Mismatch",
+    "OutputCheck",
+    "ParameterLoad",
+    "PassClocks",
+    "Phases",
+    "PoolStats",
+    "PoolUsage",
+    "ProfileSummary",
+    "RunSnapshot",
+    "RunSummary",
+    "StageTimings",
+    "TensorSummary",
+    "Transfer",
+    "now",
+    "to_json",
+]
+
 
 def now() -> float:
     """Wall-clock time for stamping records (seconds since the epoch)."""

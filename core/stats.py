@@ -19,6 +19,8 @@ import numpy as np
 
 from gputop.core.snapshot import CALL_BUCKETS_MS, CallStats
 
+__all__ = ["RATE_WINDOW_S", "RECENT", "WINDOW", "CallTimer", "rate_window"]
+
 WINDOW = 10_000
 RECENT = 120
 RATE_WINDOW_S = 5.0  # calls/s is counted over the calls that ended this long ago at most

@@ -74,3 +74,13 @@ def test_no_private_access_across_modules() -> None:
             for match in re.finditer(r"\b(session|state|ctx|controls|runner|flow)\._[a-z]\w*", line):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_every_module_says_what_it_exports() -> None:
+    """`__all__` in every module of the engine and the TUI: its public names are a decision, not an accident."""
+    missing = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "core").rglob("*.py")) + sorted((ROOT / "tui").rglob("*.py"))
+        if not any(line.startswith("__all__") for line in path.read_text().splitlines())
+    ]
+    assert not missing, missing

@@ -4,3 +4,5 @@ Nothing here holds engine logic. The command line and the app reach the
 engine in `gputop.core` through `gputop.tui.bridge` (the app) or its public
 session API (the headless commands).
 """
+
+__all__ = []

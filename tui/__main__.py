@@ -2,4 +2,6 @@
 
 from gputop.tui.cli import main
 
+__all__ = []
+
 main()

@@ -26,6 +26,24 @@ from gputop.core.units import (
     seconds,
 )
 
+__all__ = [
+    "BREAKDOWN_ROWS",
+    "DISPATCH_COLUMNS",
+    "FLAG_TEXT",
+    "KERNEL_NUMBERS",
+    "PHASES",
+    "affinity_table",
+    "breakdown_table",
+    "capture_text",
+    "devices_table",
+    "dispatch_rows",
+    "kernel_table",
+    "parameters_progress",
+    "replay_line",
+    "run_report",
+    "sessions_table",
+]
+
 # The run phases in run order, as (label, report key); the Run pane shows the same.
 PHASES = (
     ("compile", "compile_s"),

@@ -22,6 +22,8 @@ from gputop.core.errors import UsageError
 from gputop.core.files import require_file
 from gputop.core.snapshot import Mismatch, OutputCheck
 
+__all__ = ["TOLERANCES", "compare_outputs", "load_reference", "load_tensor_file", "tolerance_for"]
+
 # Tolerances per element type, (rtol, atol): rtol is relative to the output's largest reference
 # magnitude, and each is a few units in the last place of the type (bf16 keeps 8 bits, float8
 # 3 or 2): a finer one fails correct models. Integers and booleans must match exactly.

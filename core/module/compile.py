@@ -41,6 +41,23 @@ from gputop.core.paths import cache_dir
 from gputop.core.processes import pid_alive, run_logged
 from gputop.core.snapshot import Diagnostic
 
+__all__ = [
+    "DIGEST_SUFFIX",
+    "MAX_SOURCE_BYTES",
+    "SOURCES_DUMP_FLAG",
+    "WORKAROUNDS",
+    "CompiledModule",
+    "Workaround",
+    "cache_key_for",
+    "compile_failure",
+    "compile_module",
+    "compiler_version",
+    "file_digest",
+    "find_compiler",
+    "read_source",
+    "remove_stale_partials",
+]
+
 MAX_SOURCE_BYTES = 2 * 1024**3
 
 

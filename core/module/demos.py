@@ -15,6 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = [
+    "DEMOS",
+    "DEMO_PREFIX",
+    "OPENCL_DEMOS",
+    "Demo",
+    "demo_for",
+    "demo_targets",
+    "is_demo",
+    "is_opencl_demo",
+    "opencl_demo_spec",
+]
+
 DEMO_PREFIX = "demo:"
 
 

@@ -22,6 +22,23 @@ from gputop.core.module.targets import compile_target_for
 from gputop.core.processes import first_line
 from gputop.core.snapshot import DeviceInfo
 
+__all__ = [
+    "ALIASES",
+    "GPU_BACKENDS",
+    "IREE_BACKENDS",
+    "best_device",
+    "host_cpu_name",
+    "host_device",
+    "iree_devices",
+    "list_devices",
+    "nvml_devices",
+    "opencl_devices",
+    "resolve_device",
+    "resolve_opencl_device",
+    "target_flags_for_spec",
+    "vulkan_driver_created",
+]
+
 IREE_BACKENDS = ("local-task", "local-sync", "vulkan", "cuda", "hip")
 GPU_BACKENDS = ("cuda", "vulkan", "hip")
 ALIASES = {"cpu": "local-task", "local": "local-task"}

@@ -14,6 +14,8 @@ import re
 
 from gputop.core.snapshot import Diagnostic
 
+__all__ = ["looks_like_crash", "parse_diagnostics"]
+
 _HEADING = re.compile(r"^(?P<loc>\S[^\n]*?(?::\d+){0,2}): (?P<sev>error|warning|remark|note): (?P<msg>.*)$")
 # Two spellings seen: "function 'f' uses N bytes ..." and "'func.func' op uses N bytes ...".
 _SHARED_MEMORY = re.compile(

@@ -11,6 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = [
+    "CUDA_FLAGS",
+    "HIP_FLAGS",
+    "KNOWN_BAD_TARGETS",
+    "LOCAL_FLAGS",
+    "NVIDIA_VENDOR_ID",
+    "VULKAN_DEFAULT_FLAGS",
+    "VULKAN_NVIDIA_FLAGS",
+    "KnownBadTarget",
+    "compile_target_for",
+    "device_names",
+    "known_bad_target",
+]
+
 LOCAL_FLAGS: tuple[str, ...] = (
     "--iree-hal-target-device=local",
     "--iree-hal-local-target-device-backends=llvm-cpu",

@@ -32,6 +32,21 @@ from gputop.core.multidevice.stream_dataflow import FunctionFlow, PlannedCopy, d
 from gputop.core.processes import child_options
 from gputop.core.snapshot import ExportAffinity, Transfer
 
+__all__ = [
+    "PINNED_EXPORTS",
+    "PINNED_IMPORTS",
+    "AffinityAnalysis",
+    "Declared",
+    "FunctionAffinity",
+    "affinity_flags",
+    "analyse",
+    "analyse_module",
+    "analyse_stream_ir",
+    "compile_to_stream",
+    "declared_affinities",
+    "mlir_bindings",
+]
+
 Declared = dict[str, tuple[list[str | None], list[str | None]]]
 
 

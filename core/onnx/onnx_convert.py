@@ -22,6 +22,8 @@ from typing import Any
 from gputop.core.errors import ConvertError
 from gputop.core.onnx.onnx_model import OnnxNode, interface, name_nodes, nodes, opset_of, repair_initializers
 
+__all__ = ["ERROR_PREFIX", "convert", "main", "prepare"]
+
 ERROR_PREFIX = "gputop-onnx: "
 
 

@@ -43,6 +43,25 @@ from gputop.core.onnx.onnx_model import (
 from gputop.core.paths import cache_dir
 from gputop.core.processes import last_line, run_logged
 
+__all__ = [
+    "COMPILE_FLAGS",
+    "CONVERT_VERSION",
+    "EXTERNALIZE_BYTES",
+    "EXTERNALIZE_MIN_ELEMENTS",
+    "ONNX_TO_MLIR",
+    "OPSET",
+    "ImportedModel",
+    "check_model",
+    "explain_compile_failure",
+    "graph_signature",
+    "import_failure",
+    "import_onnx",
+    "imported_interface",
+    "interface_changed",
+    "random_ops_in",
+    "weights_layout",
+]
+
 OPSET = 17
 CONVERT_VERSION = 3  # part of the cache key: MLIR from an older converter lacks node locations
 

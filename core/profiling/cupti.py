@@ -19,6 +19,8 @@ from gputop.core.errors import ProfileError
 from gputop.core.profiling.profiles import DispatchEvent
 from gputop.core.profiling.timeline import CallRecords, Interval
 
+__all__ = ["BREAKDOWN_KINDS", "BUFFER_BYTES", "cupti_unavailable_reason", "record_calls", "record_kernels"]
+
 _lock = threading.Lock()
 _registered = False
 _records: list[Any] = []

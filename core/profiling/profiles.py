@@ -34,6 +34,33 @@ from gputop.core.profiling.queue_events import QueueEvent, export_jsonl, ireeper
 from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
 from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
 
+__all__ = [
+    "ALLOC_OPS",
+    "PROFILING_MODES",
+    "TIMING",
+    "ClockSample",
+    "DispatchEvent",
+    "OpSpan",
+    "ProfileRecords",
+    "benchmark_call_ms",
+    "calls_window_ns",
+    "chrome_trace",
+    "decode_bundle",
+    "device_uri",
+    "explain_hints",
+    "ireeprof_calls",
+    "kernel_table",
+    "parse_ireeperf",
+    "parse_records",
+    "pass_stem",
+    "profile_with_ireeprof",
+    "profiled_calls_command",
+    "read_profile",
+    "runtime_tool",
+    "summarize_events",
+    "write_trace",
+]
+
 PROFILING_MODES = {
     "vulkan": "dispatch-events,queue-events,device-queue-events,memory-events",
     "hip": "dispatch-events,queue-events,device-queue-events,memory-events",

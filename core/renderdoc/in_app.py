@@ -24,6 +24,8 @@ from typing import Any
 from gputop.core.errors import DeviceUnavailableError
 from gputop.core.processes import child_options
 
+__all__ = ["API_1_6_0", "BASELINE_HELP", "LIBRARY_NAMES", "TABLE_SIZE", "RenderDoc", "load_renderdoc", "probe_vulkan"]
+
 API_1_6_0 = 10600
 LIBRARY_NAMES = ("librenderdoc.so", "/usr/lib/librenderdoc.so", "/usr/lib/x86_64-linux-gnu/librenderdoc.so")
 # Index of each function in RENDERDOC_API_1_6_0 (renderdoc_app.h).

@@ -27,6 +27,25 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+__all__ = [
+    "ACTION_PREFIXES",
+    "COMPUTE",
+    "RENDERDOC_VENDOR",
+    "SOFTWARE_NAMES",
+    "VENDORS",
+    "VENDORS_SOFTWARE",
+    "WHOLE_SIZE",
+    "Buffer",
+    "CommandBufferState",
+    "Dispatch",
+    "StructureReader",
+    "driver_version",
+    "main",
+    "read_structure",
+    "replay",
+    "vendor_name",
+]
+
 COMPUTE = 1  # VK_PIPELINE_BIND_POINT_COMPUTE
 WHOLE_SIZE = 0xFFFFFFFFFFFFFFFF  # VK_WHOLE_SIZE
 VENDORS = {0x10DE: "NVIDIA", 0x1002: "AMD", 0x8086: "Intel", 0x13B5: "ARM", 0x5143: "Qualcomm", 0x1010: "Imagination"}

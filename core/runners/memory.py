@@ -17,6 +17,8 @@ import psutil
 from gputop.core import nvml
 from gputop.core.snapshot import DeviceInfo, DeviceMemory, MemorySample, PoolStats
 
+__all__ = ["MemorySampler", "PoolReader"]
+
 PoolReader = Callable[[], list[tuple[str, tuple[PoolStats, ...]]]]
 
 

@@ -25,6 +25,8 @@ from gputop.core.profiling.timeline import CallRecords, Interval
 from gputop.core.runners.opencl_spec import RunSpec, ScalarArg
 from gputop.core.snapshot import DeviceInfo, PoolStats, StageTimings
 
+__all__ = ["OpenCLCall", "OpenCLRun", "build_error_line"]
+
 # Clang (PoCL) prints "error: FILE:L:C: msg"; NVIDIA and others "FILE:L:C: error: msg".
 _BUILD_ERROR = re.compile(
     r"^(?:error: )?(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?:(?:fatal )?error: )?(?P<msg>.*)$"

@@ -21,6 +21,18 @@ import numpy as np
 from gputop.core.errors import UsageError
 from gputop.core.files import require_file
 
+__all__ = [
+    "INITS",
+    "BufferSpec",
+    "CheckSpec",
+    "KernelSpec",
+    "RunSpec",
+    "ScalarArg",
+    "expected_output",
+    "load_spec",
+    "spec_from_dict",
+]
+
 INITS = ("zeros", "ones", "random", "arange")
 
 

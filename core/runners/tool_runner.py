@@ -24,6 +24,8 @@ from gputop.core.processes import first_line, run_logged
 from gputop.core.profiling.profiles import benchmark_call_ms, device_uri, runtime_tool
 from gputop.core.snapshot import DeviceInfo, PoolStats
 
+__all__ = ["BATCH", "TIMEOUT_S", "ToolModuleRun"]
+
 BATCH = 20
 TIMEOUT_S = 300.0  # a tool run that takes longer is hung (a deadlocked multi-device call): kill it
 

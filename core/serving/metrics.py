@@ -41,6 +41,19 @@ from gputop.core.errors import UsageError
 from gputop.core.serving.access import LOOPBACK, bearer_matches, url_host
 from gputop.core.snapshot import CALL_BUCKETS_MS, RunSnapshot
 
+__all__ = [
+    "DEFAULT_PORT",
+    "IDLE_S",
+    "MAX_HANDLERS",
+    "MAX_WAITING",
+    "METRICS",
+    "PHASES",
+    "REQUEST_TIMEOUT_S",
+    "STATES",
+    "MetricsServer",
+    "SnapshotCollector",
+]
+
 DEFAULT_PORT = 9470
 PHASES = ("import", "compile", "load", "parameters", "context", "first_call", "teardown")
 STATES = ("idle", "importing", "compiling", "loading", "running", "paused", "finished", "stopped", "error")

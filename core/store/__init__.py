@@ -5,3 +5,5 @@ A run's record outlives its process: `writer` is the only code that writes the m
 reads past sessions; `replay` turns recorded samples back into snapshots. Nothing here knows how a
 run is made.
 """
+
+__all__ = []

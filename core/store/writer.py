@@ -33,6 +33,18 @@ from gputop.core.paths import state_dir
 from gputop.core.snapshot import RunSnapshot, to_json
 from gputop.core.versions import versions
 
+__all__ = [
+    "FINAL_STATES",
+    "FORMAT",
+    "INDEX",
+    "MANIFEST",
+    "REPORT",
+    "SAMPLES",
+    "WATCHED_EVERY_S",
+    "SessionWriter",
+    "write_json_atomic",
+]
+
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 REPORT = "report.json"

@@ -16,6 +16,8 @@ from gputop.tui.bridge import BUSY_STATES, ParameterLoad, RunSnapshot, human_byt
 from gputop.tui.panes.box import show_text
 from gputop.tui.report_text import parameters_progress
 
+__all__ = ["SEPARATOR", "STATE_STYLES", "HeaderBar", "memory_bar", "parameters_bar"]
+
 STATE_STYLES = {
     "idle": "dim",
     "importing": "bold yellow",

@@ -19,6 +19,8 @@ from textual.widgets import RichLog
 
 from gputop.tui.bridge import Event, RunSnapshot
 
+__all__ = ["KEPT", "LEVEL_STYLES", "LogPane"]
+
 KEPT = 2000  # lines the pane keeps
 LEVEL_STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
 

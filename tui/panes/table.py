@@ -18,6 +18,8 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
 
+__all__ = ["Column", "KeyedTable", "text_width"]
+
 
 class Column(NamedTuple):
     """A column's key and how much it matters: 0 always shows; higher numbers go first when room is short."""
