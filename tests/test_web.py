@@ -249,6 +249,28 @@ async def test_downloads_go_to_the_browser(web: Web) -> None:
     assert not list(folder.glob("report-*.json")) and not list(folder.glob("*.svg")), "nothing written on the server"
 
 
+async def test_a_browsers_keys_reach_the_engine_in_its_own_process(web: Web) -> None:
+    """space, p and r from a browser: the engine (another process) pauses, resumes and profiles; r is refused."""
+    from gputop.core.serving.control_socket import ask
+
+    async with aiohttp.ClientSession() as session, session.ws_connect(web.ws_url) as ws:
+        viewer = Viewer(ws)
+        assert await viewer.panes_shown()
+        assert await viewer.read_until(lambda v: re.search(r"calls [1-9]\d*\s+[\d.]+/s", plain(v.screen)) is not None)
+        folder = web.session_dir()
+        [engine] = web.children("serve")
+        assert ask(folder, "hello")["pid"] == engine.pid  # the run is the engine's, not the viewer's
+        await viewer.press(" ")
+        await viewer.read_until(lambda v: ask(folder, "hello")["state"] == "paused", timeout=30)
+        await viewer.press(" ")
+        await viewer.read_until(lambda v: ask(folder, "hello")["state"] == "running", timeout=30)
+        await viewer.press("p")
+        assert await viewer.read_until(lambda v: "matmul_256x1024x1024" in plain(v.screen), timeout=180)
+        await viewer.press("r")
+        assert await viewer.read_until(lambda v: "reload it there" in plain(v.screen), timeout=30)
+        assert ask(folder, "hello")["state"] == "running"
+
+
 async def test_a_token_guards_the_page_its_socket_and_downloads(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
