@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from textual.pilot import Pilot
 from tui_pilot import calls, choose_device, wait_for
 
 from conftest import end_child, poll, spawn_gputop
@@ -39,6 +40,16 @@ MLP = ["demo:mlp", "--device", "local-task"]
 
 def log_text(app: GputopApp) -> str:
     return "\n".join(app.query_one(LogPane).messages)
+
+
+async def pause_resume_and_profile(app: GputopApp, pilot: Pilot[int]) -> None:
+    """space, space and p, as any viewer may: the run pauses, resumes and takes a profile pass."""
+    await pilot.press("space")
+    await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "paused")
+    await pilot.press("space")
+    await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "running")
+    await pilot.press("p")
+    await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=180)
 
 
 def manifest(folder: Path) -> dict[str, object]:
@@ -65,13 +76,7 @@ async def test_the_tui_engine_is_another_process_and_every_key_reaches_it(tmp_pa
         report = ask(folder, "report")["report"]
         assert report["engine"] == {"pid": source.pid, "owner_pid": os.getpid(), "viewers": 1}
 
-        await pilot.press("space")
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "paused")
-        await pilot.press("space")
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "running")
-
-        await pilot.press("p")
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=180)
+        await pause_resume_and_profile(app, pilot)
 
         await pilot.press("t")
         await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
@@ -119,12 +124,7 @@ async def test_an_attached_viewer_drives_what_a_viewer_may_and_leaves_the_run_go
         app = GputopApp(AttachSource(folder))
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: calls(app) > 3, timeout=60)
-            await pilot.press("space")
-            await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "paused")
-            await pilot.press("space")
-            await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "running")
-            await pilot.press("p")
-            await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=180)
+            await pause_resume_and_profile(app, pilot)
             await pilot.press("r")  # not this viewer's to do: said, and nothing happens
             await wait_for(pilot, lambda: "reload it there" in log_text(app))
             await pilot.press("q")
