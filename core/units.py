@@ -32,6 +32,7 @@ __all__ = [
     "BYTES",
     "RATE",
     "TIME_US",
+    "check_tolerances",
     "clocks_text",
     "column",
     "fixed",
@@ -50,6 +51,7 @@ __all__ = [
     "pick_unit",
     "seconds",
     "si",
+    "unchecked_outputs",
     "watts",
 ]
 
@@ -294,3 +296,26 @@ def limits_lines(profile: Mapping[str, Any]) -> list[str]:
     if profile.get("work_source"):
         lines.append(f"work      {profile['work_source']}")
     return lines
+
+
+def check_tolerances(tolerances: Sequence[Mapping[str, Any]]) -> str:
+    """The tolerances an output check applied, from its JSON form (`output`, `dtype`, `rtol`,
+    `atol` each): `float32 tolerance (rtol 0.0001, atol 1e-05)`, one phrase per distinct one."""
+    phrases: list[str] = []
+    for tol in tolerances:
+        dtype, rtol, atol = str(tol["dtype"]), float(tol["rtol"]), float(tol["atol"])
+        if dtype != "given" and rtol == 0 and atol == 0:
+            phrase = f"{dtype} exact"
+        else:
+            phrase = f"{dtype} tolerance (rtol {rtol:g}, atol {atol:g})"
+        if phrase not in phrases:
+            phrases.append(phrase)
+    return ", ".join(phrases)
+
+
+def unchecked_outputs(unchecked: Sequence[int], outputs: int) -> str:
+    """`outputs 1, 2 of 3 not checked (no reference given)`; empty when every output was checked."""
+    if not unchecked:
+        return ""
+    word = "output" if len(unchecked) == 1 else "outputs"
+    return f"{word} {', '.join(map(str, unchecked))} of {outputs} not checked (no reference given)"

@@ -335,3 +335,19 @@ def test_a_compiler_crash_on_lavapipe_names_the_node(tmp_path: Path, vulkan_devi
     assert_one_line_error(
         proc, 3, "the compiler crashed (signal 11) while compiling ONNX node 'NonMaxSuppression_0' (NonMaxSuppression"
     )
+
+
+def test_a_float16_output_against_a_float32_reference_takes_float16s_tolerance(tmp_path: Path) -> None:
+    """An fp16 model's answer is held to float16's tolerance, even when its reference was saved as float32."""
+    x = np.linspace(0.5, 60.0, 64, dtype=np.float32)
+    model = save_graph(
+        tmp_path, "half_sqrt",
+        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16), helper.make_node("Sqrt", ["h"], ["y"])],
+        [tensor("x", TensorProto.FLOAT, [64])], [tensor("y", TensorProto.FLOAT16, [64])],
+    )  # fmt: skip
+    files = save_tensors(tmp_path, x=x, y=np.sqrt(x))  # float32 reference: finer than any fp16 answer
+    proc, report = run_model(model, [files["x"]], [files["y"]])
+    assert proc.returncode == 0, proc.stderr
+    check = report["check"]
+    assert check["passed"] and check["max_rel_err"] > 1e-4  # fp16 rounding: float32's tolerance would fail it
+    assert check["tolerances"] == [{"output": 0, "dtype": "float16", "rtol": 2e-3, "atol": 1e-3}]

@@ -14,6 +14,7 @@ from typing import Any
 from gputop.core.units import (
     RATE,
     TIME_US,
+    check_tolerances,
     column,
     fixed,
     gbps,
@@ -24,6 +25,7 @@ from gputop.core.units import (
     pct_of_bound,
     percent,
     seconds,
+    unchecked_outputs,
 )
 
 # The run phases in run order, as (label, report key); the Run pane shows the same.
@@ -183,10 +185,15 @@ def run_report(report: dict[str, Any]) -> str:
     check = report.get("check")
     if check:
         verdict = "PASSED" if check["passed"] else "FAILED"
+        tolerances = check.get("tolerances") or []
+        unchecked = check.get("unchecked") or []
+        applied = f", {check_tolerances(tolerances)}" if tolerances else ""
         lines.append(
             f"check     {verdict} against {check['reference']} "
-            f"(max abs err {check['max_abs_err']:.3g}, max rel err {check['max_rel_err']:.3g})"
+            f"(max abs err {check['max_abs_err']:.3g}, max rel err {check['max_rel_err']:.3g}{applied})"
         )
+        if unchecked:
+            lines.append(f"check     {unchecked_outputs(unchecked, len(tolerances) + len(unchecked))}")
     kernels = report.get("kernels") or []
     if kernels:
         profile = report.get("profile") or {}
