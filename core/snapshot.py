@@ -187,7 +187,7 @@ class Tolerance:
     """The tolerance one output was held to: its element type's (or the coarser reference's), or given."""
 
     output: int
-    dtype: str  # the element type whose tolerance applied; "given" when --rtol/--atol set both
+    dtype: str  # the element type whose tolerance applied; given, demo or spec when those set both
     rtol: float
     atol: float
 

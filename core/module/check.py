@@ -117,11 +117,13 @@ def compare_outputs(
     rtol: float | None = None,
     atol: float | None = None,
     reference: str,
+    given_by: str = "given",
 ) -> OutputCheck:
     """Pass when NaN and ±Inf sit where the reference has them, and every finite value is within
     rtol * max|finite reference| + atol of it (the output's element type's defaults, or the
     reference's when coarser, where rtol or atol is None). Outputs past the references are
-    listed as unchecked."""
+    listed as unchecked. `given_by` names who set rtol and atol when both are set (`given` for
+    --rtol/--atol, `demo` for a demo's own, `spec` for an OpenCL run spec's)."""
     if len(outputs) < len(expected):
         raise UsageError(f"{len(expected)} references given but the function returned {len(outputs)} outputs")
     max_abs = 0.0
@@ -139,7 +141,7 @@ def compare_outputs(
         kind, default_rtol, default_atol = applied_tolerance(got.dtype, want.dtype)
         out_rtol = default_rtol if rtol is None else rtol
         out_atol = default_atol if atol is None else atol
-        tolerances.append(Tolerance(index, "given" if rtol is not None and atol is not None else kind,
+        tolerances.append(Tolerance(index, given_by if rtol is not None and atol is not None else kind,
                                     out_rtol, out_atol))  # fmt: skip
         got64, want64 = _as_float64(got), _as_float64(want)
         finite = np.isfinite(want64)
