@@ -268,7 +268,7 @@ def test_given_inputs_are_counted_against_the_graph(tmp_path: Path) -> None:
         [tensor("y", TensorProto.FLOAT, [2])],
     )  # fmt: skip
     proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "2xf32=1")
-    assert_one_line_error(proc, 2, "takes 2 inputs, 1 given")
+    assert_one_line_error(proc, 2, "takes 2 inputs (2xf32, 2xf32), 1 given: one --input each, in order")
 
 
 def test_a_random_op_failing_its_check_says_why(tmp_path: Path) -> None:

@@ -131,7 +131,12 @@ def make_inputs(signature: FunctionSignature, given: list[str] | None, seed: int
     if given:
         arrays = [parse_input(text) for text in given]
         if signature.declared and len(arrays) != len(signature.inputs):
-            raise UsageError(f"{signature.name} takes {len(signature.inputs)} inputs, {len(arrays)} given")
+            takes = ", ".join(str(kind) for kind in signature.inputs) or "nothing"
+            count = len(signature.inputs)
+            raise UsageError(
+                f"{signature.name} takes {count} input{'' if count == 1 else 's'} ({takes}), {len(arrays)} given: "
+                "one --input each, in order"
+            )
         for index, (array, kind) in enumerate(zip(arrays, signature.inputs, strict=False)):
             if not signature.declared:
                 break
