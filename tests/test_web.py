@@ -312,3 +312,30 @@ def test_a_real_browser_that_dies_leaves_no_viewer() -> None:
             os.killpg(browser.pid, signal.SIGKILL)
         end_child(web.child)
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_one_ctrl_c_in_the_terminal_ends_the_server_and_its_engine_once() -> None:
+    """A terminal's Ctrl-C reaches its whole foreground process group: one interruption, said once, code 130."""
+    port = free_port()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gputop.tui", "web", "--port", str(port), "demo:mlp", "--device", "local-task"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a shell gives a foreground job
+    )
+    served = Web(child, port)
+    try:
+        poll(lambda: child.poll() is not None or served.children("serve"), timeout=120)
+        folder = served.session_dir()
+        poll(lambda: json.loads((folder / "manifest.json").read_text())["state"] == "running", timeout=180)
+        os.killpg(child.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        child.wait(timeout=30)
+    finally:
+        stderr = end_child(child)
+    assert child.returncode == 130, stderr
+    assert "interrupted again" not in stderr and "Traceback" not in stderr, stderr
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["state"] == "interrupted" and manifest["exit_code"] == 130
+    assert not processes_naming(folder)
