@@ -196,6 +196,12 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         chart = str(app.screen.query_one("#roofline-chart").render())
         assert "roofs: compute" in chart and "dispatch_0_matmul_256x1024x1024_f32" in chart
         assert any(0x2801 <= ord(c) <= 0x28FF for c in chart), "the ceilings are drawn in braille"
+        # The chart marks each kernel with the number the Kernels table shows before its name (0, 1, 2).
+        numbers = [str(table.row_cells(k.name)["kernel"]).split()[0] for k in app.snapshot.profile.kernels]
+        assert sorted(numbers) == ["0", "1", "2"]
+        legend = {line.split()[1]: line.split()[0] for line in chart.splitlines() if "dispatch_" in line}
+        assert legend == {f"dispatch_{n}_" + k.name.split(f"dispatch_{n}_")[1]: n
+                          for n, k in zip(numbers, app.snapshot.profile.kernels, strict=True)}  # fmt: skip
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert not isinstance(app.screen, RooflineScreen)
