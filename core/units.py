@@ -111,11 +111,12 @@ def human_bytes(value: float | None, decimals: int = 1) -> str:
 
 
 def seconds(value: float | None) -> str:
-    """A duration given in seconds, in the unit it reads best in: `350 µs`, `46.4 ms`, `1.25 s`; `0` for none."""
+    """A duration given in seconds, in the unit it reads best in: `350 µs`, `46.4 ms`, `1.25 s`; `0 s` for
+    none (a phase that took no time, such as a compile the cache answered: a bare `0` names no unit)."""
     if value is None:
         return "-"
     if round(value * 1e6) == 0:
-        return "0"
+        return "0 s"
     if abs(value) < 1e-3:
         return f"{value * 1e6:.0f} µs"
     return f"{value * 1e3:.1f} ms" if abs(value) < 1 else f"{value:.2f} s"
