@@ -107,7 +107,7 @@ class GputopApp(App[int]):
         Binding("d", "choose_device", "Device"),
         Binding("e", "export", "Export"),
         Binding("l", "grow_log", "Log"),
-        Binding("s", "save_svg", "Screenshot"),
+        Binding("s", "save_svg", "SVG"),  # short: at 120 columns every key fits the footer
         Binding("f", "roofline", "Roofline"),
         *(Binding(pane.KEY, f"bring_forward('{pane.PANE_ID}')", show=False) for pane in by_key()),
     ]
@@ -146,7 +146,7 @@ class GputopApp(App[int]):
                         yield pane(id=pane.PANE_ID)
         yield LogPane(id="log")
         yield Static(id="too-small")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ctrl+p still opens it; the keys need the room
 
     def on_mount(self) -> None:
         # Keep the panes themselves: while a modal screen is up, queries would
