@@ -351,3 +351,20 @@ def test_a_float16_output_against_a_float32_reference_takes_float16s_tolerance(t
     check = report["check"]
     assert check["passed"] and check["max_rel_err"] > 1e-4  # fp16 rounding: float32's tolerance would fail it
     assert check["tolerances"] == [{"output": 0, "dtype": "float16", "rtol": 2e-3, "atol": 1e-3}]
+
+
+def test_an_input_without_an_inferred_shape_is_named_not_its_node(tmp_path: Path) -> None:
+    """IREE's importer types a value whose shape it cannot infer as rank 0 (TorchScript exports of
+    nn.MultiheadAttention: ViT, DETR), and the next node then matches no conversion: the error says
+    which input had no shape and how to give it one, rather than blaming the node."""
+    model = save_graph(
+        tmp_path, "shapeless",
+        [helper.make_node("Reshape", ["x", "s"], ["r"], name="reshape0"),
+         helper.make_node("Transpose", ["r"], ["y"], perm=[1, 0], name="transpose0")],
+        [tensor("x", TensorProto.FLOAT, [2, 3]), tensor("s", TensorProto.INT64, ["n"])],
+        [tensor("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "2x3xf32=1", "--input", "2xi64=3,2")
+    line = assert_one_line_error(proc, 3, "ONNX node 'transpose0' (Transpose, opset 17)")
+    assert "could not infer the shape of its input 'r'" in line and "rank 0" in line, line
+    assert "dynamo=True" in line and "no conversion matched" not in line
