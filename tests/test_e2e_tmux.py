@@ -97,11 +97,14 @@ def test_sigterm_restores_the_terminal_and_keeps_the_session(tmp_path: Path) -> 
     try:
         term.wait_for(lambda s: call_count(s) > 0)
         assert pane_flag(term, "alternate_on") == "1"
-        # The gputop process itself, not the shell that started it (its line names the exit file).
+        # The gputop process itself, not the shell that started it (its line names the exit file) nor its
+        # engine (`gputop serve ... --session-dir FOLDER`, a child of its own).
         [gputop] = [
             p
             for p in psutil.process_iter(["cmdline"])
-            if str(folder) in " ".join(p.info["cmdline"] or []) and str(exit_file) not in " ".join(p.info["cmdline"])
+            if str(folder) in " ".join(p.info["cmdline"] or [])
+            and str(exit_file) not in " ".join(p.info["cmdline"])
+            and "serve" not in (p.info["cmdline"] or [])
         ]
         gputop.terminate()
         deadline = time.monotonic() + 30
