@@ -267,3 +267,22 @@ async def test_the_help_fits_80x24() -> None:
         box = app.screen.query_one("Vertical")
         assert box.region.bottom <= 24 and box.region.right <= 80, box.region
         assert all(s.region.bottom <= box.region.bottom for s in app.screen.query("Static"))
+
+
+async def test_the_roofline_legend_keeps_every_kernel_at_80x24() -> None:
+    """At 80x24 the legend's lines wrap and its third kernel fell off the bottom of the window."""
+    app = GputopApp(ReplaySource.from_file(Path(__file__).parent / "data" / "mlp_local_task_roofline.jsonl"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.5)
+        await pilot.press("f")
+        await pilot.pause(0.5)
+        from gputop.tui.screens.roofline import render_roofline
+
+        chart = app.screen.query_one("#roofline-chart")
+        width, height = chart.size.width, chart.size.height
+        assert app.snapshot is not None and app.snapshot.profile is not None
+        rendered = render_roofline(app.snapshot.profile, width, height, app.snapshot.function or "")
+        rows = len(rendered.wrap(app.console, width))  # what the window shows, wrapped at its width
+        assert rows <= height, (rows, width, height)
+        text = rendered.plain
+        assert all(f"dispatch_{n}_" in text for n in range(3)), text

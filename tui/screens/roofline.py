@@ -11,9 +11,11 @@ each kernel as its number, with a legend that says the numbers.
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 
+from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -133,8 +135,12 @@ def render_roofline(profile: ProfileSummary | None, width: int, height: int, fun
     x_low = math.floor(math.log10(min([*intensities, ridge / 100]) / 2))
     x_axis = LogAxis(x_low, max(math.ceil(math.log10(max([*intensities, ridge]) * 4)), x_low + 2), 0)
     y_axis = LogAxis(math.floor(math.log10(min([*rates, top / 100]) / 2)), math.ceil(math.log10(nominal_top * 1.5)), 0)
-    legend_rows = min(len(profile.kernels), LEGEND_ROWS) + 3
-    rows = max(height - legend_rows - 3, 6)
+    numbered = kernel_markers(profile, function)
+    legend = _legend(profile, numbered, bandwidth, ceilings, function)
+    # The legend's rows as the screen wraps them (at 80 columns a kernel's line takes two): the chart gets
+    # the rest, less its FLOP/s label, x axis and ticks, so the last kernel's line is never cut off.
+    legend_rows = len(legend.wrap(Console(width=max(width, 1), file=io.StringIO()), max(width, 1)))
+    rows = max(height - legend_rows - 3, 3)
     columns = max(width - AXIS_WIDTH - 1, 20)
     canvas = BrailleCanvas(columns, rows)
     x_axis = LogAxis(x_axis.low, x_axis.high, canvas.width)
@@ -154,7 +160,6 @@ def render_roofline(profile: ProfileSummary | None, width: int, height: int, fun
         roof(nominal_top, "dim cyan", 3)  # the datasheet's roof, at the boost clock
     for ceiling in ceilings:
         roof(ceiling * 1e12, "cyan", 1)
-    numbered = kernel_markers(profile, function)
     for kernel in placed:
         if kernel.name in numbered and kernel.intensity and kernel.achieved_tflops:
             x, y = to_dots(kernel.intensity, kernel.achieved_tflops * 1e12)
@@ -168,7 +173,7 @@ def render_roofline(profile: ProfileSummary | None, width: int, height: int, fun
         chart.append("\n")
     chart.append(" " * AXIS_WIDTH + "└" + "─" * canvas.columns + "\n", "dim")
     chart.append(_x_ticks(x_axis, canvas.columns) + "\n", "dim")
-    chart.append_text(_legend(profile, numbered, bandwidth, ceilings, function))
+    chart.append_text(legend)
     return chart
 
 
