@@ -222,6 +222,16 @@ class Mismatch:
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """The tolerance one output was held to: its element type's (or the coarser reference's), or given."""
+
+    output: int
+    dtype: str  # the element type whose tolerance applied; given, demo or spec when those set both
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
 class OutputCheck:
     """How the outputs compare with a reference; on a failure the errors are never 0."""
 
@@ -231,6 +241,8 @@ class OutputCheck:
     reference: str
     mismatches: int = 0  # elements outside the tolerance, NaN/Inf misplaced included
     first_mismatch: Mismatch | None = None
+    tolerances: tuple[Tolerance, ...] = ()  # one per checked output
+    unchecked: tuple[int, ...] = ()  # outputs that had no reference: a pass says nothing of them
 
 
 @dataclass(frozen=True)

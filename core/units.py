@@ -32,6 +32,7 @@ __all__ = [
     "BYTES",
     "RATE",
     "TIME_US",
+    "check_tolerances",
     "clocks_text",
     "column",
     "fixed",
@@ -50,6 +51,7 @@ __all__ = [
     "pick_unit",
     "seconds",
     "si",
+    "unchecked_outputs",
     "watts",
 ]
 
@@ -109,11 +111,12 @@ def human_bytes(value: float | None, decimals: int = 1) -> str:
 
 
 def seconds(value: float | None) -> str:
-    """A duration given in seconds, in the unit it reads best in: `350 µs`, `46.4 ms`, `1.25 s`; `0` for none."""
+    """A duration given in seconds, in the unit it reads best in: `350 µs`, `46.4 ms`, `1.25 s`; `0 s` for
+    none (a phase that took no time, such as a compile the cache answered: a bare `0` names no unit)."""
     if value is None:
         return "-"
     if round(value * 1e6) == 0:
-        return "0"
+        return "0 s"
     if abs(value) < 1e-3:
         return f"{value * 1e6:.0f} µs"
     return f"{value * 1e3:.1f} ms" if abs(value) < 1 else f"{value:.2f} s"
@@ -294,3 +297,26 @@ def limits_lines(profile: Mapping[str, Any]) -> list[str]:
     if profile.get("work_source"):
         lines.append(f"work      {profile['work_source']}")
     return lines
+
+
+def check_tolerances(tolerances: Sequence[Mapping[str, Any]]) -> str:
+    """The tolerances an output check applied, from its JSON form (`output`, `dtype`, `rtol`,
+    `atol` each): `float32 tolerance (rtol 0.0001, atol 1e-05)`, one phrase per distinct one."""
+    phrases: list[str] = []
+    for tol in tolerances:
+        dtype, rtol, atol = str(tol["dtype"]), float(tol["rtol"]), float(tol["atol"])
+        if dtype != "given" and rtol == 0 and atol == 0:
+            phrase = f"{dtype} exact"
+        else:
+            phrase = f"{dtype} tolerance (rtol {rtol:g}, atol {atol:g})"
+        if phrase not in phrases:
+            phrases.append(phrase)
+    return ", ".join(phrases)
+
+
+def unchecked_outputs(unchecked: Sequence[int], outputs: int) -> str:
+    """`outputs 1, 2 of 3 not checked (no reference given)`; empty when every output was checked."""
+    if not unchecked:
+        return ""
+    word = "output" if len(unchecked) == 1 else "outputs"
+    return f"{word} {', '.join(map(str, unchecked))} of {outputs} not checked (no reference given)"

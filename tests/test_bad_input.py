@@ -157,7 +157,12 @@ CASES = [
         ("out of memory", "GiB"),
     ),
     # -- inputs -------------------------------------------------------------------------------------
-    Case("too few inputs", lambda t: ["run", "demo:mlp", *CPU, "--input", "256x1024xf32=1"], 2, ("takes 4 inputs",)),
+    Case(
+        "too few inputs",
+        lambda t: ["run", "demo:mlp", *CPU, "--input", "256x1024xf32=1"],
+        2,
+        ("takes 4 inputs (256x1024xf32, 1024x1024xf32, 1024x512xf32, 512x256xf32), 1 given",),
+    ),
     Case(
         "wrong input shape",
         lambda t: (
@@ -276,3 +281,15 @@ def test_reader_leaving_early_is_quiet(argv: list[str]) -> None:
     stderr = writer.stderr.read().decode()
     assert writer.wait(timeout=120) == 141, stderr
     assert stderr == "", stderr
+
+
+@pytest.mark.parametrize("command", ["run", "serve", "sessions", "devices"])
+def test_every_command_help_says_what_it_does(command: str) -> None:
+    """`gputop COMMAND --help` has a description paragraph between its usage and its arguments."""
+    proc = run_gputop(command, "--help", env={"COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr
+    paragraphs = proc.stdout.split("\n\n")
+    assert paragraphs[0].startswith(f"usage: gputop {command}")
+    assert not paragraphs[1].startswith(("positional arguments:", "options:")), proc.stdout[:600]
+    if command in ("run", "serve"):
+        assert paragraphs[1].startswith("Run TARGET headless"), paragraphs[1]

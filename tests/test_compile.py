@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import assert_one_line_error, run_gputop
 from gputop.core.errors import CompileError
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
@@ -147,3 +149,40 @@ def test_a_needed_workaround_is_remembered(fresh_cache: Path, tmp_path: Path, mo
     # Without the cache, the compiler is asked again (the failure may be gone in a new build).
     third = compile_module(source, flags, log_dir=tmp_path / "logs", use_cache=False)
     assert failed_log.exists() and third.workaround and "compiled again" in third.workaround
+
+
+I64_DISPATCH = """
+func.func @f(%a: tensor<64xi64>, %b: tensor<64xi64>) -> tensor<64xi64> {
+  %e = tensor.empty() : tensor<64xi64>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>,
+                                        affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<64xi64>, tensor<64xi64>) outs(%e : tensor<64xi64>) {
+  ^bb0(%x: i64, %y: i64, %o: i64):
+    %m = arith.muli %x, %y : i64
+    %d = arith.divsi %m, %y : i64
+    linalg.yield %d : i64
+  } -> tensor<64xi64>
+  return %r : tensor<64xi64>
+}
+"""
+
+
+def test_an_error_in_a_dispatch_source_quotes_that_file_and_keeps_it(tmp_path: Path, vulkan_device: str) -> None:
+    """i64 on the default SPIR-V target fails in a dumped dispatch source: the one-line error names that
+    file where it is kept (not a deleted .partial folder) and quotes its line, not the module's line
+    of the same number."""
+    source = tmp_path / "i64.mlir"
+    padding = "".join(f"// the module's own line {n}\n" for n in range(1, 31))
+    source.write_text(padding + I64_DISPATCH)
+    folder = tmp_path / "session"
+    proc = run_gputop(
+        "run", str(source), "--device", vulkan_device, "-n", "1", "--no-cache", "--session-dir", str(folder)
+    )
+    line = assert_one_line_error(proc, 3, "_dispatch_0.mlir:")
+    assert "the module's own line" not in line and ".partial" not in line, line
+    match = re.search(r"(/\S+_dispatch_0\.mlir):(\d+):\d+:", line)
+    assert match, line
+    kept = Path(match.group(1))
+    assert kept.is_file() and kept.parent.parent == folder, kept
+    quoted = kept.read_text().splitlines()[int(match.group(2)) - 1].strip()
+    assert f"`{quoted[:40]}" in line, (quoted, line)

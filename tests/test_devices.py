@@ -35,6 +35,9 @@ def test_lavapipe_is_listed_as_software_vulkan(vulkan_device: str) -> None:
     assert row.kind in ("software-gpu", "gpu")
     assert row.compile_target == ("--iree-hal-target-device=vulkan",)
     assert row.memory_total_bytes and row.memory_total_bytes > 0
+    # The device's own name, and the driver once, in driver_info: IREE's listed name repeats the driver.
+    assert row.driver_info and row.driver_info not in row.name, (row.name, row.driver_info)
+    assert row.name.count("llvmpipe") <= 1 and len(row.name) <= 48, row.name
 
 
 def test_pocl_is_an_opencl_device(opencl_device: str) -> None:

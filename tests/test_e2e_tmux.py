@@ -197,3 +197,34 @@ def test_every_size_shows_every_pane_and_reload_shows_no_old_row(tmp_path: Path,
         assert f"session recorded in {folder}" in term.screen().replace("\n", "")
     finally:
         term.close()
+
+
+def test_a_tui_sessions_record_is_thinned(tmp_path: Path) -> None:
+    """The TUI's engine (`gputop serve`) records one sample per 5 s plus every change, not ten a second:
+    a TUI left open overnight must not fill the disk (it grew 3.6 MB a minute before)."""
+    import json
+
+    folder = tmp_path / "session"
+    exit_file = tmp_path / "exit_code"
+    command = f"cd {tmp_path} && {GPUTOP} demo:mlp --device local-task --session-dir {folder}; echo $? > {exit_file}"
+    term = Terminal(command + "; sleep 60")
+    try:
+        term.wait_for(lambda s: call_count(s) > 0)
+        started = time.monotonic()
+        time.sleep(15)
+        term.keys("q")
+        deadline = time.monotonic() + 30
+        while not exit_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert exit_file.read_text().strip() == "0"
+        running_s = time.monotonic() - started
+    finally:
+        term.close()
+    lines = [line for line in (folder / "samples.jsonl").read_bytes().splitlines() if line.strip()]
+    calls = [json.loads(line)["calls"]["count"] for line in lines]
+    assert calls[-1] > 50, calls[-1]  # the run went on calling all along
+    # Published ten times a second: 150 or more in 15 s unthinned. Thinned: compile, load, the first calls,
+    # one every 5 s, the ending.
+    assert len(lines) < 3 * running_s, (len(lines), running_s)
+    report = json.loads((folder / "report.json").read_text())
+    assert report["record"]["samples"] == len(lines) and report["record"]["samples_published"] > 5 * len(lines)

@@ -168,3 +168,46 @@ def test_light_squeezenet_on_lavapipe(tmp_path: Path, vulkan_device: str) -> Non
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert report["check"]["passed"]
+
+
+def test_a_float32_output_against_its_float64_reference_takes_float32s_tolerance(tmp_path: Path) -> None:
+    """NumPy saves float64 by default: the same numbers as float64 must not be held to float64's tolerance."""
+    model, given, expected = case("test_Conv2d")
+    reference = onnx.numpy_helper.to_array(onnx.load_tensor(str(expected))).astype(np.float64)
+    np.save(tmp_path / "y64.npy", reference)
+    proc, report = run_json(
+        str(model), "--device", "cpu", "-n", "0", "--input", f"@{given}", "--check", str(tmp_path / "y64.npy")
+    )
+    assert proc.returncode == 0, proc.stderr
+    check = report["check"]
+    assert check["passed"] and check["mismatches"] == 0 and check["max_abs_err"] > 1e-9  # float32 rounding
+    assert check["tolerances"] == [{"output": 0, "dtype": "float32", "rtol": 1e-4, "atol": 1e-5}]
+    printed = run_gputop(
+        "run", str(model), "--device", "cpu", "-n", "0", "--input", f"@{given}", "--check", str(tmp_path / "y64.npy")
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert "check     PASSED against y64.npy" in printed.stdout and "float32 tolerance (rtol 0.0001" in printed.stdout
+
+
+def test_a_forgotten_reference_names_the_unchecked_output() -> None:
+    """A two-output model checked against one reference: a pass, but never a silent full pass."""
+    folder = DATA / "pytorch-operator" / "test_operator_chunk"
+    data = folder / "test_data_set_0"
+    proc, report = run_json(
+        str(folder / "model.onnx"), "--device", "cpu", "-n", "0",
+        "--input", f"@{data / 'input_0.pb'}", "--check", str(data / "output_0.pb"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(report["outputs"]) == 2
+    assert report["check"]["passed"] and report["check"]["unchecked"] == [1]
+    printed = run_gputop(
+        "run", str(folder / "model.onnx"), "--device", "cpu", "-n", "0",
+        "--input", f"@{data / 'input_0.pb'}", "--check", str(data / "output_0.pb"),
+    )  # fmt: skip
+    assert "check     output 1 of 2 not checked (no reference given)" in printed.stdout
+    assert "gputop: output 1 of 2 not checked" in printed.stderr  # the run's log says it as it happens
+    proc, report = run_json(
+        str(folder / "model.onnx"), "--device", "cpu", "-n", "0", "--input", f"@{data / 'input_0.pb'}",
+        "--check", str(data / "output_0.pb"), "--check", str(data / "output_1.pb"),
+    )  # fmt: skip
+    assert report["check"]["passed"] and report["check"]["unchecked"] == []

@@ -268,7 +268,7 @@ def test_given_inputs_are_counted_against_the_graph(tmp_path: Path) -> None:
         [tensor("y", TensorProto.FLOAT, [2])],
     )  # fmt: skip
     proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "2xf32=1")
-    assert_one_line_error(proc, 2, "takes 2 inputs, 1 given")
+    assert_one_line_error(proc, 2, "takes 2 inputs (2xf32, 2xf32), 1 given: one --input each, in order")
 
 
 def test_a_random_op_failing_its_check_says_why(tmp_path: Path) -> None:
@@ -335,3 +335,36 @@ def test_a_compiler_crash_on_lavapipe_names_the_node(tmp_path: Path, vulkan_devi
     assert_one_line_error(
         proc, 3, "the compiler crashed (signal 11) while compiling ONNX node 'NonMaxSuppression_0' (NonMaxSuppression"
     )
+
+
+def test_a_float16_output_against_a_float32_reference_takes_float16s_tolerance(tmp_path: Path) -> None:
+    """An fp16 model's answer is held to float16's tolerance, even when its reference was saved as float32."""
+    x = np.linspace(0.5, 60.0, 64, dtype=np.float32)
+    model = save_graph(
+        tmp_path, "half_sqrt",
+        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16), helper.make_node("Sqrt", ["h"], ["y"])],
+        [tensor("x", TensorProto.FLOAT, [64])], [tensor("y", TensorProto.FLOAT16, [64])],
+    )  # fmt: skip
+    files = save_tensors(tmp_path, x=x, y=np.sqrt(x))  # float32 reference: finer than any fp16 answer
+    proc, report = run_model(model, [files["x"]], [files["y"]])
+    assert proc.returncode == 0, proc.stderr
+    check = report["check"]
+    assert check["passed"] and check["max_rel_err"] > 1e-4  # fp16 rounding: float32's tolerance would fail it
+    assert check["tolerances"] == [{"output": 0, "dtype": "float16", "rtol": 2e-3, "atol": 1e-3}]
+
+
+def test_an_input_without_an_inferred_shape_is_named_not_its_node(tmp_path: Path) -> None:
+    """IREE's importer types a value whose shape it cannot infer as rank 0 (TorchScript exports of
+    nn.MultiheadAttention: ViT, DETR), and the next node then matches no conversion: the error says
+    which input had no shape and how to give it one, rather than blaming the node."""
+    model = save_graph(
+        tmp_path, "shapeless",
+        [helper.make_node("Reshape", ["x", "s"], ["r"], name="reshape0"),
+         helper.make_node("Transpose", ["r"], ["y"], perm=[1, 0], name="transpose0")],
+        [tensor("x", TensorProto.FLOAT, [2, 3]), tensor("s", TensorProto.INT64, ["n"])],
+        [tensor("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    proc, _ = run_json(str(model), "--device", "cpu", "-n", "0", "--input", "2x3xf32=1", "--input", "2xi64=3,2")
+    line = assert_one_line_error(proc, 3, "ONNX node 'transpose0' (Transpose, opset 17)")
+    assert "could not infer the shape of its input 'r'" in line and "rank 0" in line, line
+    assert "dynamo=True" in line and "no conversion matched" not in line

@@ -205,3 +205,25 @@ def test_capture_on_a_cpu_run_says_why() -> None:
     proc, report = run_json("demo:mlp", "--device", "cpu", "-n", "1", "--capture", "1")
     assert proc.returncode == 0
     assert report["captures"] == [] and "not on Vulkan" in report["renderdoc"]
+
+
+async def test_after_a_switch_to_lavapipe_the_captures_pane_gives_the_real_reason(vulkan_device: str) -> None:
+    """The device list opened Vulkan in the process, so RenderDoc is "too late"; but lavapipe cannot be
+    captured under RenderDoc at all (below IREE's Vulkan 1.3 baseline), and that is what a restart would
+    not fix: the pane must say so rather than suggest loading earlier."""
+    renderdoc_or_skip()
+    from tui_pilot import calls, choose_device, live_app, wait_for
+
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 0)
+        await choose_device(app, pilot, vulkan_device)
+        await wait_for(
+            pilot,
+            lambda: app.snapshot is not None and app.snapshot.device is not None
+            and app.snapshot.device.id == vulkan_device and bool(app.snapshot.renderdoc),
+            timeout=300,
+        )  # fmt: skip
+        status = app.snapshot.renderdoc or ""
+        assert "cannot capture here" in status and "baseline" in status, status
+        assert "too late" not in status

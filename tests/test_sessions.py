@@ -224,3 +224,30 @@ def test_sessions_with_none_yet(tmp_path: Path) -> None:
     proc = run_gputop("sessions", env={"GPUTOP_STATE_DIR": str(tmp_path / "empty")})
     assert proc.returncode == 0 and "no sessions yet" in proc.stdout
     assert os.listdir(tmp_path / "empty") == ["sessions"] or os.listdir(tmp_path / "empty") == []
+
+
+def test_sessions_fit_the_terminal_by_cutting_the_middle_of_long_targets(tmp_path: Path) -> None:
+    """A long model path made every row as wide as itself; at COLUMNS=80 rows fit, ids whole, paths cut mid-way."""
+    import shutil
+
+    import onnx
+
+    deep = tmp_path / ("a-folder-with-a-long-name-" * 4) / "and-deeper-still" / "models"
+    deep.mkdir(parents=True)
+    model = deep / "relu.onnx"
+    shutil.copy(Path(onnx.__file__).parent / "backend/test/data/pytorch-converted/test_ReLU/model.onnx", model)
+    env = {"GPUTOP_STATE_DIR": str(tmp_path / "state")}
+    for target in (str(model), "demo:mlp"):
+        proc = run_gputop("run", target, "--device", "cpu", "-n", "1", "--quiet", env=env)
+        assert proc.returncode == 0, proc.stderr
+    ids = sorted(p.name for p in (tmp_path / "state" / "sessions").iterdir())
+    assert len(ids) == 2
+    narrow = run_gputop("sessions", env={**env, "COLUMNS": "80"})
+    assert narrow.returncode == 0, narrow.stderr
+    lines = narrow.stdout.splitlines()
+    assert len(lines) == 3 and max(len(line) for line in lines) <= 80, narrow.stdout
+    [row] = [line for line in lines if "relu.onnx" in line]
+    assert "…" in row and str(model) not in row and str(tmp_path)[:4] in row  # its start and its file name
+    assert all(any(session_id in line for line in lines) for session_id in ids)  # ids whole, for report/open
+    whole = run_gputop("sessions", env={**env, "COLUMNS": ""})  # into a pipe, no COLUMNS: rows whole
+    assert str(model) in whole.stdout

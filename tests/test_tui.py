@@ -196,6 +196,12 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         chart = str(app.screen.query_one("#roofline-chart").render())
         assert "roofs: compute" in chart and "dispatch_0_matmul_256x1024x1024_f32" in chart
         assert any(0x2801 <= ord(c) <= 0x28FF for c in chart), "the ceilings are drawn in braille"
+        # The chart marks each kernel with the number the Kernels table shows before its name (0, 1, 2).
+        numbers = [str(table.row_cells(k.name)["kernel"]).split()[0] for k in app.snapshot.profile.kernels]
+        assert sorted(numbers) == ["0", "1", "2"]
+        legend = {line.split()[1]: line.split()[0] for line in chart.splitlines() if "dispatch_" in line}
+        assert legend == {f"dispatch_{n}_" + k.name.split(f"dispatch_{n}_")[1]: n
+                          for n, k in zip(numbers, app.snapshot.profile.kernels, strict=True)}  # fmt: skip
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert not isinstance(app.screen, RooflineScreen)
@@ -329,3 +335,35 @@ async def test_a_parameter_load_shows_its_progress_in_the_header_and_run_pane(tm
         phases = console.export_text()
         assert "params" in phases and "GB/s" in phases and "streamed" in phases, phases
         assert "parameters loaded by streamed" in log_text(app)
+
+
+def visible_log_rows(pane: LogPane) -> list[str]:
+    """The Log pane's text rows as they are on screen now."""
+    top = round(pane.scroll_y)
+    return [strip.text.rstrip() for strip in pane.lines[top : top + pane.scrollable_content_region.height]]
+
+
+async def test_the_collapsed_log_shows_the_newest_whole_messages() -> None:
+    """After `l` and `l` again the Log shows its newest messages, whole, at once: not the oldest lines the
+    grown pane scrolled past, nor the tail of a message wrapped onto the rows above."""
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 0)
+        await pilot.press("p")  # the pass logs long lines (its call breakdown wraps at 120 columns)
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
+        await pilot.pause(0.5)
+        pane = app.query_one(LogPane)
+        await pilot.press("l")
+        await pilot.pause(0.3)
+        await pilot.press("l")
+        await pilot.pause(0.3)
+        for _ in range(2):  # just after collapsing, and after the next event
+            rows = [row for row in visible_log_rows(pane) if row]
+            assert rows and len(visible_log_rows(pane)) == 3, visible_log_rows(pane)
+            assert rows[0][:9].count(":") == 2 and rows[0][8] == " ", rows  # a message's start: its time
+            newest = pane.messages[-1].split(": ", 1)[1]
+            assert "".join(rows).replace(" ", "").endswith(newest[-30:].replace(" ", "")), (rows, newest)
+            before = len(pane.messages)
+            await pilot.press("p")
+            await wait_for(pilot, lambda before=before: len(pane.messages) > before, timeout=120)
+            await pilot.pause(0.5)

@@ -226,3 +226,63 @@ async def test_device_switch_shows_no_row_of_the_old_device(tmp_path: Path) -> N
         exports = app.query_one("#exports-table", KeyedTable)
         cells = [str(cell) for key in exports.row_keys for cell in exports.row_cells(key).values()]
         assert cells and "local-task" not in cells and "local-sync" in cells
+
+
+async def test_at_120_columns_every_key_of_a_live_run_fits_the_footer() -> None:
+    """At 120x40 the footer was cut at `s Scree▏` and `f Roofline` never showed."""
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 0)
+        await pilot.pause(0.3)
+        footer = app.query_one(Footer)
+        keys = [key for key in footer.query("FooterKey") if key.display]
+        assert {getattr(key, "key", "") for key in keys} >= {"question_mark", "l", "s", "f", "r", "d", "e"}
+        assert all(key.region.right <= app.size.width and on_screen(app, key) for key in keys), [
+            (getattr(key, "key", ""), key.region) for key in keys
+        ]
+
+
+def test_help_lists_every_key_the_app_answers_to() -> None:
+    """`?` is where a key is learnt when the footer has no room: every binding is in it, `l` and `1`-`5` too."""
+    from gputop.tui.screens.help import KEYS
+
+    names = {"question_mark": "?", "space": "space"}
+    listed: set[str] = set()
+    for key, _ in KEYS:
+        first, dash, last = key.partition("-")
+        listed |= {str(n) for n in range(int(first), int(last) + 1)} if dash and first.isdigit() else {key}
+    for binding in GputopApp.BINDINGS:
+        assert isinstance(binding, Binding)
+        for key in binding.key.split(","):
+            if key != "ctrl+c":  # quit, as q
+                assert names.get(key, key) in listed, key
+
+
+async def test_the_help_fits_80x24() -> None:
+    app = GputopApp(ReplaySource.from_file(PROFILED))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        box = app.screen.query_one("Vertical")
+        assert box.region.bottom <= 24 and box.region.right <= 80, box.region
+        assert all(s.region.bottom <= box.region.bottom for s in app.screen.query("Static"))
+
+
+async def test_the_roofline_legend_keeps_every_kernel_at_80x24() -> None:
+    """At 80x24 the legend's lines wrap and its third kernel fell off the bottom of the window."""
+    app = GputopApp(ReplaySource.from_file(Path(__file__).parent / "data" / "mlp_local_task_roofline.jsonl"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.5)
+        await pilot.press("f")
+        await pilot.pause(0.5)
+        from gputop.tui.screens.roofline import render_roofline
+
+        chart = app.screen.query_one("#roofline-chart")
+        width, height = chart.size.width, chart.size.height
+        assert app.snapshot is not None and app.snapshot.profile is not None
+        rendered = render_roofline(app.snapshot.profile, width, height, app.snapshot.function or "")
+        rows = len(rendered.wrap(app.console, width))  # what the window shows, wrapped at its width
+        assert rows <= height, (rows, width, height)
+        text = rendered.plain
+        assert all(f"dispatch_{n}_" in text for n in range(3)), text

@@ -150,9 +150,9 @@ def test_human_bytes_with_two_decimals_for_sizes_set_side_by_side() -> None:
     ("value", "text"),
     [
         (None, "-"),
-        (0, "0"),
-        (-0.0000004, "0"),  # rounding noise
-        (4e-7, "0"),
+        (0, "0 s"),  # a number a person reads names its unit
+        (-0.0000004, "0 s"),  # rounding noise
+        (4e-7, "0 s"),
         (19e-6, "19 µs"),
         (0.000999, "999 µs"),
         (0.0464, "46.4 ms"),
@@ -294,3 +294,13 @@ def test_the_limits_in_one_line_and_in_the_reports_lines() -> None:
         "clocks    none: a CPU",
         "peaks     none: none known",
     ]
+
+
+def test_the_call_breakdown_line_never_reads_minus_zero() -> None:
+    """`unaccounted -0.000 ms` was rounding noise (parts summed in floating point), printed with its sign."""
+    from gputop.core.profiling.timeline import breakdown_line
+    from gputop.core.snapshot import BreakdownTotals, CallBreakdown
+
+    totals = BreakdownTotals(host_ms=0.03, device_busy_ms=25.057, unaccounted_ms=-0.0000004)
+    line = breakdown_line(CallBreakdown(1, 25.087, 25.0, totals, (), "ireeprof", "exact"))
+    assert "-0.000" not in line and "unaccounted 0.000 ms" in line, line

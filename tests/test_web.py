@@ -31,7 +31,7 @@ import psutil
 import pytest
 from web_client import Viewer, plain
 
-from conftest import end_child, free_port, poll, processes_naming, spawn_gputop
+from conftest import assert_one_line_error, end_child, free_port, poll, processes_naming, run_gputop, spawn_gputop
 
 CLIENT = Path(__file__).parent / "web_client.py"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -334,3 +334,51 @@ def test_a_real_browser_that_dies_leaves_no_viewer() -> None:
             os.killpg(browser.pid, signal.SIGKILL)
         end_child(web.child)
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_one_ctrl_c_in_the_terminal_ends_the_server_and_its_engine_once() -> None:
+    """A terminal's Ctrl-C reaches its whole foreground process group: one interruption, said once, code 130."""
+    port = free_port()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gputop.tui", "web", "--port", str(port), "demo:mlp", "--device", "local-task"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a shell gives a foreground job
+    )
+    served = Web(child, port)
+    try:
+        poll(lambda: child.poll() is not None or served.children("serve"), timeout=120)
+        folder = served.session_dir()
+        poll(lambda: json.loads((folder / "manifest.json").read_text())["state"] == "running", timeout=180)
+        os.killpg(child.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        child.wait(timeout=30)
+    finally:
+        stderr = end_child(child)
+    assert child.returncode == 130, stderr
+    assert "interrupted again" not in stderr and "Traceback" not in stderr, stderr
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["state"] == "interrupted" and manifest["exit_code"] == 130
+    assert not processes_naming(folder)
+
+
+def test_web_options_after_the_target_are_webs_own() -> None:
+    """`gputop web demo:mlp --device local-task --port P`: the server takes --port, the engine the rest."""
+    port = free_port()
+    child = spawn_gputop("web", "demo:mlp", "--device", "local-task", "--port", str(port), "--max-viewers", "2")
+    served = Web(child, port)
+    try:
+        poll(lambda: child.poll() is not None or fetch(served.url + "/")[0], timeout=120)
+        assert child.poll() is None
+        [engine] = poll(lambda: served.children("serve"), timeout=60)
+        cmdline = engine.cmdline()
+        assert "--device" in cmdline and "--port" not in cmdline and "--max-viewers" not in cmdline
+    finally:
+        stderr = end_child(child)
+    assert f"127.0.0.1:{port} (at most 2 viewers" in stderr and "unrecognized arguments" not in stderr, stderr
+
+
+def test_a_web_option_given_twice_is_one_line() -> None:
+    proc = run_gputop("web", "--port", "8123", "demo:mlp", "--device", "local-task", "--port", "8124")
+    assert_one_line_error(proc, 2, "--port given twice (8123 and 8124)")

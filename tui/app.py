@@ -110,7 +110,7 @@ class GputopApp(App[int]):
         Binding("d", "choose_device", "Device"),
         Binding("e", "export", "Export"),
         Binding("l", "grow_log", "Log"),
-        Binding("s", "save_svg", "Screenshot"),
+        Binding("s", "save_svg", "SVG"),  # short: at 120 columns every key fits the footer
         Binding("f", "roofline", "Roofline"),
         *(Binding(pane.KEY, f"bring_forward('{pane.PANE_ID}')", show=False) for pane in by_key()),
     ]
@@ -149,7 +149,7 @@ class GputopApp(App[int]):
                         yield pane(id=pane.PANE_ID)
         yield LogPane(id="log")
         yield Static(id="too-small")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ctrl+p still opens it; the keys need the room
 
     def on_mount(self) -> None:
         # Keep the panes themselves: while a modal screen is up, queries would
@@ -248,7 +248,11 @@ class GputopApp(App[int]):
 
     def _fit(self, width: int, height: int) -> None:
         self.screen.set_class(width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1], "compact")
-        self.screen.set_class(height >= TALL_FROM, "tall")
+        tall = height >= TALL_FROM
+        if tall != self.screen.has_class("tall"):
+            self.screen.set_class(tall, "tall")
+            for pane in self.query(LogPane):  # collapsed, it holds 3 or 10 rows of the newest messages
+                pane.redraw()
         small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
         self.screen.set_class(small, "too-small")
         if small:
@@ -458,6 +462,7 @@ class GputopApp(App[int]):
     def action_grow_log(self) -> None:
         """The Log pane holds a few lines; `l` gives it half the screen, and back."""
         self._log_pane.toggle_class("grown")
+        self._log_pane.redraw()  # collapsed: the newest whole messages, not what the grown pane scrolled to
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A recorded run (gputop open) offers no key that would act on a live run: shown nowhere, inert."""

@@ -14,6 +14,7 @@ from typing import Any
 from gputop.core.units import (
     RATE,
     TIME_US,
+    check_tolerances,
     column,
     fixed,
     gbps,
@@ -24,6 +25,7 @@ from gputop.core.units import (
     pct_of_bound,
     percent,
     seconds,
+    unchecked_outputs,
 )
 
 __all__ = [
@@ -105,8 +107,23 @@ def _table(rows: list[tuple[str, ...]]) -> str:
     return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows)
 
 
-def sessions_table(entries: list[dict[str, Any]]) -> str:
-    """`gputop sessions`: one row per session, oldest first."""
+def cut_middle(text: str, width: int) -> str:
+    """`text` in at most `width` characters, its middle given up for `…` (a path keeps its start and file name)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+SESSIONS_TARGET_MIN = 16  # the TARGET column gives way down to this; narrower terminals wrap
+
+
+def sessions_table(entries: list[dict[str, Any]], width: int | None = None) -> str:
+    """`gputop sessions`: one row per session, oldest first; within `width` columns when given, by
+    cutting the middle of long targets (never the id, which `report`, `open` and `attach` take)."""
     import time
 
     rows: list[tuple[str, ...]] = [("STARTED", "ID", "TARGET", "DEVICE", "STATE", "DURATION", "SAMPLES")]
@@ -124,7 +141,27 @@ def sessions_table(entries: list[dict[str, Any]]) -> str:
                 "-" if e.get("samples") is None else str(e["samples"]),
             )
         )
-    return _table(rows)
+    return _table(rows if width is None else _fit_sessions(rows, width))
+
+
+def _fit_sessions(rows: list[tuple[str, ...]], width: int) -> list[tuple[str, ...]]:
+    """The sessions table within `width`: long targets lose their middle (down to SESSIONS_TARGET_MIN),
+    then SAMPLES goes, then STARTED (a default id starts with the same time), then targets shrink to 8."""
+
+    def fitted(rows: list[tuple[str, ...]], least: int) -> tuple[list[tuple[str, ...]], bool]:
+        target = rows[0].index("TARGET")
+        others = sum(max(len(row[i]) for row in rows) + 2 for i in range(len(rows[0])) if i != target)
+        room = max(least, width - others)
+        cut = [(*row[:target], cut_middle(row[target], room), *row[target + 1 :]) for row in rows]
+        return cut, max(len(line) for line in _table(cut).splitlines()) <= width
+
+    steps = ((), ("SAMPLES",), ("SAMPLES", "STARTED"))
+    for drop, least in [(drop, SESSIONS_TARGET_MIN) for drop in steps] + [(steps[-1], 8)]:
+        keep = [i for i, name in enumerate(rows[0]) if name not in drop]
+        narrowed, fits = fitted([tuple(row[i] for i in keep) for row in rows], least)
+        if fits:
+            return narrowed
+    return narrowed  # ids too long for the terminal: the rows wrap, whole ids and all
 
 
 def run_report(report: dict[str, Any]) -> str:
@@ -201,10 +238,15 @@ def run_report(report: dict[str, Any]) -> str:
     check = report.get("check")
     if check:
         verdict = "PASSED" if check["passed"] else "FAILED"
+        tolerances = check.get("tolerances") or []
+        unchecked = check.get("unchecked") or []
+        applied = f", {check_tolerances(tolerances)}" if tolerances else ""
         lines.append(
             f"check     {verdict} against {check['reference']} "
-            f"(max abs err {check['max_abs_err']:.3g}, max rel err {check['max_rel_err']:.3g})"
+            f"(max abs err {check['max_abs_err']:.3g}, max rel err {check['max_rel_err']:.3g}{applied})"
         )
+        if unchecked:
+            lines.append(f"check     {unchecked_outputs(unchecked, len(tolerances) + len(unchecked))}")
     kernels = report.get("kernels") or []
     if kernels:
         profile = report.get("profile") or {}

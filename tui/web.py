@@ -36,6 +36,7 @@ from textual_serve.server import Server
 
 from gputop.core.serving.access import bearer_matches, url_host
 from gputop.core.store.follow import SessionFollower
+from gputop.tui.bridge import EXIT_SIGHUP, EXIT_SIGINT
 from gputop.tui.ending import PARENT_ENV, SignalEnding
 
 __all__ = ["RunServer"]
@@ -234,8 +235,14 @@ class RunServer(Server):
         """Start the engine and wait for its session folder; returns its exit code if it ended first."""
         if self.engine_command is None:
             return None
+        # In a session of its own: a Ctrl-C in the terminal reaches the whole foreground process group, and the
+        # engine would take it and then the server's forwarded one as a second signal ("interrupted again").
+        # The server forwards the signal it got, once.
         self._engine = await asyncio.create_subprocess_exec(
-            *self.engine_command, stdin=asyncio.subprocess.DEVNULL, env={**os.environ, PARENT_ENV: str(os.getpid())}
+            *self.engine_command,
+            stdin=asyncio.subprocess.DEVNULL,
+            env={**os.environ, PARENT_ENV: str(os.getpid())},
+            start_new_session=True,
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + MANIFEST_WAIT_S
@@ -260,13 +267,17 @@ class RunServer(Server):
         if engine is None or engine.returncode is not None:
             return
         with contextlib.suppress(ProcessLookupError):
-            engine.send_signal(signal.SIGTERM)  # it records `interrupted` and writes its report
+            engine.send_signal(self._engine_signal())  # it records `interrupted` and writes its report
         try:
             await asyncio.wait_for(engine.wait(), ENGINE_STOP_S)
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 engine.kill()
             await engine.wait()
+
+    def _engine_signal(self) -> signal.Signals:
+        """The signal the server was ended by, for the engine to record the same code (SIGTERM otherwise)."""
+        return {EXIT_SIGINT: signal.SIGINT, EXIT_SIGHUP: signal.SIGHUP}.get(self.code, signal.SIGTERM)
 
     def request_stop(self, code: int) -> None:
         """A signal (from another thread): end the viewers, the engine and the server; exit with `code`."""
@@ -280,7 +291,7 @@ class RunServer(Server):
         engine = self._engine
         if engine is not None and engine.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                engine.send_signal(signal.SIGTERM)
+                engine.send_signal(self._engine_signal())
 
     async def run(self, announce: str) -> int:
         """Serve until the run ends or a signal comes; returns the exit code."""

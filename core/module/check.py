@@ -5,7 +5,11 @@ own outputs and `--check FILE` compares any module's outputs with reference
 tensors (`.npy`, or ONNX `TensorProto` `.pb` when the onnx package is there).
 Errors are measured against each output's largest finite reference magnitude,
 since float32 reductions differ from a float64 reference by far more than a
-fixed tolerance near zero; tolerances default per element type. NaN and ±Inf
+fixed tolerance near zero. Tolerances default per element type, the output's
+(a float32 output saved as NumPy's default float64 is still held to float32's
+tolerance, an fp16 model to float16's) or the reference's where that one is
+coarser, and the check says which it applied. An output with no reference is
+named as unchecked, so a forgotten file never reads as a full pass. NaN and ±Inf
 must sit where the reference has them (not an infinite error when they do),
 integers are compared in the reference's signedness, and a failed check says
 how many elements differ and the first of them.
@@ -20,7 +24,7 @@ import numpy as np
 
 from gputop.core.errors import UsageError
 from gputop.core.files import require_file
-from gputop.core.snapshot import Mismatch, OutputCheck
+from gputop.core.snapshot import Mismatch, OutputCheck, Tolerance
 
 __all__ = ["TOLERANCES", "compare_outputs", "load_reference", "load_tensor_file", "tolerance_for"]
 
@@ -47,6 +51,17 @@ def tolerance_for(dtype: np.dtype) -> tuple[float, float]:
     if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating):
         return TOLERANCES["float32"]
     return (0.0, 0.0)
+
+
+def applied_tolerance(got: np.dtype, want: np.dtype) -> tuple[str, float, float]:
+    """The element type whose tolerance holds an output of type `got` against a reference of type
+    `want`, and that (rtol, atol): the output's own, or the reference's where it is coarser (a
+    float64 output cannot be checked closer than a float32 reference's rounding)."""
+    got_rtol, got_atol = tolerance_for(got)
+    want_rtol, want_atol = tolerance_for(want)
+    if (want_rtol, want_atol) > (got_rtol, got_atol) and not _integral(want):
+        return str(want), want_rtol, want_atol
+    return str(got), got_rtol, got_atol
 
 
 def load_tensor_file(path: Path, what: str = "reference") -> np.ndarray:
@@ -104,15 +119,20 @@ def compare_outputs(
     rtol: float | None = None,
     atol: float | None = None,
     reference: str,
+    given_by: str = "given",
 ) -> OutputCheck:
     """Pass when NaN and ±Inf sit where the reference has them, and every finite value is within
-    rtol * max|finite reference| + atol of it (per-dtype defaults where rtol or atol is None)."""
+    rtol * max|finite reference| + atol of it (the output's element type's defaults, or the
+    reference's when coarser, where rtol or atol is None). Outputs past the references are
+    listed as unchecked. `given_by` names who set rtol and atol when both are set (`given` for
+    --rtol/--atol, `demo` for a demo's own, `spec` for an OpenCL run spec's)."""
     if len(outputs) < len(expected):
         raise UsageError(f"{len(expected)} references given but the function returned {len(outputs)} outputs")
     max_abs = 0.0
     max_rel = 0.0
     mismatches = 0
     first: Mismatch | None = None
+    tolerances: list[Tolerance] = []
     for index, (got_raw, want) in enumerate(zip(outputs, expected, strict=False)):
         if got_raw.shape != want.shape:
             raise UsageError(
@@ -120,9 +140,11 @@ def compare_outputs(
                 f"its reference {'x'.join(map(str, want.shape))}"
             )
         got = _as_reference_type(got_raw, want)
-        default_rtol, default_atol = tolerance_for(want.dtype)
+        kind, default_rtol, default_atol = applied_tolerance(got.dtype, want.dtype)
         out_rtol = default_rtol if rtol is None else rtol
         out_atol = default_atol if atol is None else atol
+        tolerances.append(Tolerance(index, given_by if rtol is not None and atol is not None else kind,
+                                    out_rtol, out_atol))  # fmt: skip
         got64, want64 = _as_float64(got), _as_float64(want)
         finite = np.isfinite(want64)
         # NaN must meet NaN, and an infinity the same infinity: any other pairing is wrong.
@@ -143,7 +165,8 @@ def compare_outputs(
             first = Mismatch(index, at, _scalar(got[at]), _scalar(want[at]))
         mismatches += count
     return OutputCheck(mismatches == 0, max_abs, max_rel, reference=reference, mismatches=mismatches,
-                       first_mismatch=first)  # fmt: skip
+                       first_mismatch=first, tolerances=tuple(tolerances),
+                       unchecked=tuple(range(len(expected), len(outputs))))  # fmt: skip
 
 
 def _scalar(value: Any) -> float | int | bool:

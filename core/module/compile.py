@@ -259,8 +259,8 @@ def _compile_once(
     diagnostics = tuple(parse_diagnostics(text, log_path=str(log_path)))
     if returncode != 0 or not unfinished.exists():
         unfinished.unlink(missing_ok=True)
-        shutil.rmtree(unfinished.with_suffix(".sources.partial"), ignore_errors=True)
-        raise compile_failure(text, returncode, diagnostics, log_path, bad, data)
+        kept = _keep_failed_sources(unfinished.with_suffix(".sources.partial"), log_root / f"sources-{key[:12]}")
+        raise compile_failure(text, returncode, diagnostics, log_path, bad, data, source_for_compiler.name, kept)
     if dump:
         _keep_sources(unfinished.with_suffix(".sources.partial"), sources)
     with contextlib.suppress(OSError):  # the log is a convenience of later cache hits
@@ -373,6 +373,21 @@ def _keep_sources(dumped: Path, sources: Path) -> None:
         shutil.rmtree(dumped, ignore_errors=True)
 
 
+def _keep_failed_sources(dumped: Path, kept: Path) -> Path | None:
+    """A failed compile's dumped executable sources, moved beside its log: an error located in one of
+    them (`module_f_dispatch_0.mlir:16:8`) names a file the user can open. None when there are none."""
+    if not dumped.is_dir() or not any(dumped.iterdir()):
+        shutil.rmtree(dumped, ignore_errors=True)
+        return None
+    shutil.rmtree(kept, ignore_errors=True)
+    try:
+        os.replace(dumped, kept)
+    except OSError:
+        shutil.rmtree(dumped, ignore_errors=True)
+        return None
+    return kept
+
+
 def _dump_sources_only(
     source: Path,
     flags: tuple[str, ...],
@@ -405,6 +420,8 @@ def compile_failure(
     log_path: Path,
     bad: KnownBadTarget | None,
     source: bytes = b"",
+    source_name: str = "",
+    kept_sources: Path | None = None,
 ) -> CompileError:
     hint = ""
     if bad is not None:
@@ -418,12 +435,34 @@ def compile_failure(
         errors = [d for d in diagnostics if d.severity == "error"]
         if errors:
             first = errors[0].one_line().removeprefix("error: ")
-            error = CompileError(first + _quoted_line(errors[0].location, source) + hint, log_path=str(log_path))
+            location = errors[0].location
+            quoted, where = _located(location, source, source_name, kept_sources)
+            if where is not None and location:
+                first = first.replace(location.rsplit(":", 2)[0], str(where), 1)
+            error = CompileError(first + quoted + hint, log_path=str(log_path))
         else:
             error = CompileError(f"the compiler failed (exit {returncode}){hint}", log_path=str(log_path))
     error.diagnostics = diagnostics
     error.output = text
     return error
+
+
+def _located(
+    location: str | None, source: bytes, source_name: str, kept_sources: Path | None
+) -> tuple[str, Path | None]:
+    """The quoted line of an error's location and, when it is in a dumped executable source, the kept
+    file it is in: a location in the module quotes the module; one in `module_f_dispatch_0.mlir`
+    quotes that file (kept beside the log), never the module's line of the same number."""
+    match = re.match(r"(?P<file>.*):\d+:\d+$", location or "")
+    if match is None:
+        return "", None
+    name = Path(match.group("file")).name
+    if not source_name or name == source_name:
+        return _quoted_line(location, source), None
+    if kept_sources is not None and (kept_sources / name).is_file():
+        kept = kept_sources / name
+        return _quoted_line(location, kept.read_bytes()), kept
+    return "", None
 
 
 def _quoted_line(location: str | None, source: bytes, width: int = 80) -> str:

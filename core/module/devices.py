@@ -84,12 +84,14 @@ def _iree_driver_names() -> set[str]:
 
 
 def _parse_vulkan_info(text: str) -> dict[str, str | int]:
-    """Pick type, vendor and device-local heap size out of dump_device_info text."""
+    """Pick name, type, vendor and device-local heap size out of dump_device_info text."""
     info: dict[str, str | int] = {}
     heaps = 0
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped.startswith("type:"):
+        if stripped.startswith("name:") and "name" not in info:
+            info["name"] = stripped.split(":", 1)[1].strip()  # the device's own name, without the driver's
+        elif stripped.startswith("type:"):
             info["type"] = stripped.split(":", 1)[1].strip()
         elif stripped.startswith("vendor_id:"):
             info["vendor_id"] = int(stripped.split(":", 1)[1].strip(), 16)
@@ -144,6 +146,9 @@ def iree_devices(backend: str) -> list[DeviceInfo]:
             details = _parse_vulkan_info(driver.dump_device_info(entry["device_id"]))
         except Exception:
             details = {}
+        # IREE's listed name is "<device> (<driver> <driver_info>)": the device's own name, and the
+        # driver once, in driver_info (`llvmpipe (LLVM 15.0.6, 256 bits)`, `Mesa 22.3.6 (LLVM 15.0.6)`).
+        name = str(details.get("name") or name)
         vendor = details.get("vendor_id")
         software = details.get("type") == "cpu" or "llvmpipe" in name.lower()
         uuid = str(details.get("uuid") or entry.get("path") or "") or None

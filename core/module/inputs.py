@@ -176,8 +176,13 @@ def make_inputs(signature: FunctionSignature, given: list[str] | None, seed: int
         _refuse_argument(signature, index, kind)
     if given:
         arrays = _given_arrays(signature, given)  # a bad value is named before a wrong count
-        if signature.declared and len(given) != len(signature.inputs):
-            raise UsageError(f"{signature.name} takes {len(signature.inputs)} inputs, {len(given)} given")
+        if signature.declared and len(arrays) != len(signature.inputs):
+            takes = ", ".join(str(kind) for kind in signature.inputs) or "nothing"
+            count = len(signature.inputs)
+            raise UsageError(
+                f"{signature.name} takes {count} input{'' if count == 1 else 's'} ({takes}), {len(arrays)} given: "
+                "one --input each, in order"
+            )
         for index, (array, kind) in enumerate(zip(arrays, signature.inputs, strict=False)):
             if not signature.declared:
                 break

@@ -261,9 +261,44 @@ def _reason(model: Any, node: OnnxNode, output: str) -> str:
     if node.op_type.startswith("Reduce") and runtime_axes:
         return "axes given as a runtime input; make them an initializer or a Constant"
     if _is_unknown_operator(output, node):
+        shapeless = _shapeless_input(model, proto, node, output)
+        if shapeless is not None:
+            return (
+                f"the importer could not infer the shape of its input '{shapeless}' and typed it as rank 0 "
+                "(as in TorchScript exports of nn.MultiheadAttention): re-export with "
+                "torch.onnx.export(..., dynamo=True), or run onnx.shape_inference.infer_shapes on the model"
+            )
         return "no conversion matched this node: its op, attributes or element types"
     remark = _remark_on(node, output)
     return remark or _first_error(output)
+
+
+def _shapeless_input(model: Any, proto: Any, node: OnnxNode, output: str) -> str | None:
+    """The input of `node` the importer typed as rank 0 (`!torch.vtensor<[],f32>`) for want of a shape,
+    when the error shows one and the model (shapes inferred) has no shape for it; else None."""
+    operands = [
+        line.split(f'"onnx.{node.op_type}"', 1)[1].split("->", 1)[0]
+        for line in output.splitlines()
+        if f'loc("{node.name}")' in line and f'"onnx.{node.op_type}"' in line
+    ]
+    if proto is None or not any("!torch.vtensor<[]," in part for part in operands):
+        return None
+    try:
+        import onnx
+
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:
+        inferred = model
+    graph = inferred.graph
+    known = {v.name: v for v in (*graph.value_info, *graph.input, *graph.output)}
+    constants = {init.name for init in graph.initializer}
+    for name in proto.input:
+        if not name or name in constants:
+            continue
+        value = known.get(name)
+        if value is None or not value.type.tensor_type.HasField("shape"):
+            return str(name)
+    return None
 
 
 def _is_unknown_operator(output: str, node: OnnxNode) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputop.core.snapshot import SEGMENT_KINDS, BreakdownTotals, CallBreakdown, CallSegment
+from gputop.core.units import ms_fixed
 
 __all__ = [
     "CallRecords",
@@ -252,5 +253,8 @@ LABELS = {
 def breakdown_line(breakdown: CallBreakdown) -> str:
     """The breakdown in one line, largest part first: for the log and progress lines."""
     parts = sorted(((getattr(breakdown.totals, f"{kind}_ms"), kind) for kind in SEGMENT_KINDS), key=lambda p: -p[0])
-    shown = ", ".join(f"{LABELS[kind]} {value:.3f} ms" for value, kind in parts if value > 0 or kind == "unaccounted")
-    return f"call {breakdown.wall_ms:.3f} ms = {shown}"
+    # ms_fixed: rounding noise reads 0.000 ms, never -0.000 ms
+    shown = ", ".join(
+        f"{LABELS[kind]} {ms_fixed(value)}" for value, kind in parts if value > 0 or kind == "unaccounted"
+    )
+    return f"call {ms_fixed(breakdown.wall_ms)} = {shown}"

@@ -45,15 +45,21 @@ class RenderDocHook:
             status = "RenderDoc is off (--renderdoc off)" if mode == "off" else "RenderDoc captures Vulkan work"
             ctx.state.set_renderdoc(status if mode == "off" else f"{status}; this run is not on Vulkan")
             return
+        index = int(vulkan[0].split(":")[1]) if ":" in vulkan[0] else 0
         if vulkan_driver_created():
-            status = "RenderDoc was loaded too late: a Vulkan instance already exists in this process"
+            # Too late for this process; but a device RenderDoc cannot capture at all (lavapipe, below IREE's
+            # Vulkan 1.3 baseline under it) is the reason to give: restarting would not help.
+            ok, reason = probe_vulkan(index)
+            if ok or reason.endswith("does not exist"):
+                status = "RenderDoc was loaded too late: a Vulkan instance already exists in this process"
+            else:
+                status = f"RenderDoc cannot capture here: {reason}"
             ctx.state.set_renderdoc(status)
             if mode == "on":
                 raise DeviceUnavailableError(status)
             ctx.state.event("warning", f"capture: {status}")
             return
         try:
-            index = int(vulkan[0].split(":")[1]) if ":" in vulkan[0] else 0
             ok, reason = probe_vulkan(index)
             if not ok:
                 raise DeviceUnavailableError(f"RenderDoc cannot capture here: {reason}")

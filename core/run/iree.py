@@ -61,6 +61,7 @@ def check_outputs(
             rtol=demo.rtol,
             atol=demo.atol,
             reference=f"the NumPy reference of {demo.target}",
+            given_by="demo",
         )
     return None
 

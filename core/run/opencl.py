@@ -100,7 +100,7 @@ class OpenCLFlow(Uncapturable):
             state.set_tensors(outputs=[output])
             check = compare_outputs(
                 [output], [expected_output(spec, runner.initial)], rtol=spec.check.rtol, atol=spec.check.atol,
-                reference=f"check.expect {spec.check.expect!r}",
+                reference=f"check.expect {spec.check.expect!r}", given_by="spec",
             )  # fmt: skip
             state.record_check(check)
         state.set_tensors(inputs=[runner.initial[b.name] for b in spec.buffers])

@@ -38,9 +38,11 @@ from gputop.core.snapshot import (
     RunSummary,
     StageTimings,
     Transfer,
+    to_json,
 )
 from gputop.core.stats import CallTimer
 from gputop.core.store.writer import SessionWriter
+from gputop.core.units import check_tolerances, unchecked_outputs
 
 __all__ = ["PUBLISH_INTERVAL_S", "RunOutcome", "RunState", "Subscriber"]
 
@@ -328,6 +330,8 @@ class RunState:
             verdict = "match" if check.passed else "DO NOT match"
             level = "info" if check.passed else "error"
             detail = f"max abs err {check.max_abs_err:.3g}"
+            if check.tolerances:
+                detail += f", {check_tolerances(to_json(check.tolerances))}"
             first = check.first_mismatch
             if first is not None:
                 at = ",".join(map(str, first.index))
@@ -336,6 +340,9 @@ class RunState:
                     f"got {first.got}, expected {first.expected}"
                 )
             self.event(level, f"outputs {verdict} {check.reference} ({detail})")
+            if check.unchecked:
+                outputs = len(check.tolerances) + len(check.unchecked)
+                self.event("warning", unchecked_outputs(check.unchecked, outputs))
 
     def time_enqueues(self) -> None:
         """Also time when each call's enqueues returned (OpenCL), shown beside the synced time."""

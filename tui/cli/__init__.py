@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     for spec in COMMANDS:
-        spec.add_arguments(sub.add_parser(spec.name, help=spec.help, description=spec.description))
+        # Every command's --help opens with a line on what it does: its own, else its one-line help.
+        description = spec.description or f"{spec.help[0].upper()}{spec.help[1:]}."
+        spec.add_arguments(sub.add_parser(spec.name, help=spec.help, description=description))
     return parser
 
 

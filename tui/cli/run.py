@@ -54,4 +54,12 @@ def command_run(args: argparse.Namespace) -> int:
     return ending(session, stop_code)
 
 
-SPEC = Subcommand("run", "run a module headless and print a report", add_arguments, command_run)
+SPEC = Subcommand(
+    "run",
+    "run a module headless and print a report",
+    add_arguments,
+    command_run,
+    description="Run TARGET headless: compile, load, call it (-n times), optionally profile and check it, then "
+    "print the report (--json for the same as JSON). Exit codes: 0 ok, 2 usage, 3 compile, 4 device, 5 runtime, "
+    "6 check failed.",
+)

@@ -71,5 +71,11 @@ def command_serve(args: argparse.Namespace) -> int:
 
 
 SPEC = Subcommand(
-    "serve", "run headless until stopped, with Prometheus metrics at /metrics", add_arguments, command_serve
+    "serve",
+    "run headless until stopped, with Prometheus metrics at /metrics",
+    add_arguments,
+    command_serve,
+    description="Run TARGET headless until stopped (Ctrl-C or SIGTERM), serving Prometheus metrics at /metrics and "
+    "profiling every --profile-every seconds; the session record keeps one sample per --record-every seconds "
+    "plus every change. The TUI runs its engine this way.",
 )

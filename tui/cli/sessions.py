@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 
 from gputop.core.errors import EXIT_OK
@@ -32,10 +34,20 @@ def command_sessions(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(entries), indent=2))
     elif entries:
-        print(sessions_table(to_json(entries)))
+        print(sessions_table(to_json(entries), terminal_width()))
     else:
         print("no sessions yet: 'gputop run TARGET' or 'gputop' records one")
     return EXIT_OK
+
+
+def terminal_width() -> int | None:
+    """The columns to fit: $COLUMNS, else the terminal's; None (whole rows) when writing to a pipe or file."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 SPEC = Subcommand(

@@ -18,10 +18,21 @@ from gputop.tui.cli.attach import must_be_live
 from gputop.tui.cli.options import Subcommand, add_token_option, config_from
 from gputop.tui.cli.tui import build_tui_parser
 
-__all__ = ["SPEC", "add_arguments", "command_web"]
+__all__ = ["SPEC", "add_arguments", "add_own_options", "command_web", "take_web_options"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_own_options(parser)
+    parser.add_argument(
+        "tui_args",
+        nargs=argparse.REMAINDER,
+        metavar="TARGET [OPTIONS]",
+        help="what the engine runs; web's own options may come after it too",
+    )
+
+
+def add_own_options(parser: argparse.ArgumentParser) -> None:
+    """The web server's own options, which the engine does not have."""
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine only)"
     )
@@ -32,7 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_token_option(parser, "the page wants it (?token=... once, then a cookie) (default: $GPUTOP_TOKEN when set)")
     parser.add_argument("--attach", metavar="SESSION", help="serve a run another gputop process drives, starting none")
-    parser.add_argument("tui_args", nargs=argparse.REMAINDER, metavar="TARGET [OPTIONS]", help="what the engine runs")
 
 
 def command_web(args: argparse.Namespace) -> int:
@@ -41,9 +51,7 @@ def command_web(args: argparse.Namespace) -> int:
     from gputop.core.store.reader import read_manifest, resolve_session
     from gputop.tui.web import RunServer, serve_run
 
-    tui_args = list(args.tui_args)
-    if tui_args and tui_args[0] == "--":
-        tui_args = tui_args[1:]
+    tui_args = take_web_options(args, list(args.tui_args))
     if args.attach and tui_args:
         raise UsageError("gputop web: give a TARGET to run or --attach SESSION, not both")
     if not 0 < args.port <= 65535:
@@ -91,6 +99,30 @@ def command_web(args: argparse.Namespace) -> int:
     return serve_run(server, announce)
 
 
+def take_web_options(args: argparse.Namespace, tui_args: list[str]) -> list[str]:
+    """`tui_args` without the web server's own options, which go into `args`: a user writes
+    `gputop web demo:mlp --device cuda --port 8123`, and the engine has no --port. `--token` after
+    the target guards the page (the engine gets it too); whatever follows a `--` is the engine's."""
+    cut = tui_args.index("--") if "--" in tui_args else len(tui_args)
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    add_own_options(own)
+    defaults = {action.dest: action.default for action in own._actions}
+    own.set_defaults(**dict.fromkeys(defaults))
+    try:
+        found, rest = own.parse_known_args(tui_args[:cut])
+    except argparse.ArgumentError as exc:
+        raise UsageError(f"gputop web: {exc}") from None
+    for name, default in defaults.items():
+        value = getattr(found, name)
+        if value is None:
+            continue
+        before = getattr(args, name)
+        if before != default and before != value:
+            raise UsageError(f"gputop web: {'--' + name.replace('_', '-')} given twice ({before} and {value})")
+        setattr(args, name, value)
+    return rest + tui_args[cut + 1 :]
+
+
 def _check_port_free(host: str, port: int) -> None:
     """A port in use is one line before the web server starts, not its traceback after."""
     with socket.socket() as probe:
@@ -103,7 +135,7 @@ def _check_port_free(host: str, port: int) -> None:
 
 SPEC = Subcommand(
     "web",
-    "serve one run to web browsers (textual-serve); options after TARGET go to its engine",
+    "serve one run to web browsers (textual-serve); options after TARGET go to its engine, but web's own",
     add_arguments,
     command_web,
     description="Serve one run to browsers: gputop starts one engine (or attaches to a live run) and every "

@@ -155,6 +155,16 @@ def without_function(name: str, function: str) -> str:
     return name
 
 
+def dispatch_number(name: str, function: str = "") -> str | None:
+    """The number IREE gave a dispatch (`mlp_dispatch_0_matmul_...` -> `0`), which the table shows
+    first and the roofline marks it with; None for a kernel named otherwise."""
+    bare = without_function(name, function)
+    if not bare.startswith("dispatch_"):
+        return None
+    head, _, rest = bare.removeprefix("dispatch_").partition("_")
+    return head if head.isdigit() and rest else None
+
+
 def short_name(name: str, function: str = "") -> str:
     """`mlp_dispatch_0_matmul_256x1024x1024_f32` -> `0 matmul_256x1024x1024`.
 

@@ -14,7 +14,11 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gputop.tui.panes import by_key
+
 __all__ = ["KEYS", "HelpScreen"]
+
+_PANE_KEYS = by_key()
 
 KEYS = (
     ("q", "quit (stops the engine, restores the terminal)"),
@@ -29,6 +33,11 @@ KEYS = (
     ("e", "export the report (JSON) into the session directory"),
     ("s", "save an SVG screenshot into the session directory"),
     ("f", "roofline: each kernel against the device's peaks"),
+    ("l", "grow the Log pane to most of the screen, and back"),
+    (
+        f"{_PANE_KEYS[0].KEY}-{_PANE_KEYS[-1].KEY}",
+        "bring a pane forward (narrow screens): " + ", ".join(f"{p.KEY} {p.TITLE}" for p in _PANE_KEYS),
+    ),
     ("?", "this help"),
 )
 

@@ -11,9 +11,11 @@ each kernel as its number, with a legend that says the numbers.
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 
+from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -32,14 +34,14 @@ from gputop.tui.bridge import (
     ridge_intensity,
     si,
 )
-from gputop.tui.panes.kernels import without_function
+from gputop.tui.panes.kernels import dispatch_number, without_function
 
 __all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
 
 BRAILLE_BASE = 0x2800
 # Dot bit for (column 0..1, row 0..3) inside a braille cell (Unicode's 8-dot layout).
 DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
-MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
+MARKERS = "abcdefghijklmnopqrstuvwxyz"  # for kernels without a dispatch number (the Kernels pane shows names)
 AXIS_WIDTH = 7
 LEGEND_ROWS = 9
 
@@ -79,10 +81,12 @@ class BrailleCanvas:
             t = step / steps
             self.dot(round(x0 + (x1 - x0) * t), round(y0 + (y1 - y0) * t), style)
 
-    def label(self, x: int, y: int, char: str, style: str) -> None:
-        """Put `char` over the cell holding dot (x, y)."""
-        column, row = min(max(x // 2, 0), self.columns - 1), min(max(y // 4, 0), self.rows - 1)
-        self.labels[(row, column)] = (char, style)
+    def label(self, x: int, y: int, text: str, style: str) -> None:
+        """Put `text` over the cell holding dot (x, y) and the cells after it (moved left to fit)."""
+        column = min(max(x // 2, 0), self.columns - len(text))
+        row = min(max(y // 4, 0), self.rows - 1)
+        for offset, char in enumerate(text):
+            self.labels[(row, column + offset)] = (char, style)
 
     def text_row(self, row: int) -> Text:
         line = Text()
@@ -131,8 +135,12 @@ def render_roofline(profile: ProfileSummary | None, width: int, height: int, fun
     x_low = math.floor(math.log10(min([*intensities, ridge / 100]) / 2))
     x_axis = LogAxis(x_low, max(math.ceil(math.log10(max([*intensities, ridge]) * 4)), x_low + 2), 0)
     y_axis = LogAxis(math.floor(math.log10(min([*rates, top / 100]) / 2)), math.ceil(math.log10(nominal_top * 1.5)), 0)
-    legend_rows = min(len(profile.kernels), LEGEND_ROWS) + 3
-    rows = max(height - legend_rows - 3, 6)
+    numbered = kernel_markers(profile, function)
+    legend = _legend(profile, numbered, bandwidth, ceilings, function)
+    # The legend's rows as the screen wraps them (at 80 columns a kernel's line takes two): the chart gets
+    # the rest, less its FLOP/s label, x axis and ticks, so the last kernel's line is never cut off.
+    legend_rows = len(legend.wrap(Console(width=max(width, 1), file=io.StringIO()), max(width, 1)))
+    rows = max(height - legend_rows - 3, 3)
     columns = max(width - AXIS_WIDTH - 1, 20)
     canvas = BrailleCanvas(columns, rows)
     x_axis = LogAxis(x_axis.low, x_axis.high, canvas.width)
@@ -152,7 +160,6 @@ def render_roofline(profile: ProfileSummary | None, width: int, height: int, fun
         roof(nominal_top, "dim cyan", 3)  # the datasheet's roof, at the boost clock
     for ceiling in ceilings:
         roof(ceiling * 1e12, "cyan", 1)
-    numbered = {k.name: MARKERS[i] for i, k in enumerate(profile.kernels[: len(MARKERS)])}
     for kernel in placed:
         if kernel.name in numbered and kernel.intensity and kernel.achieved_tflops:
             x, y = to_dots(kernel.intensity, kernel.achieved_tflops * 1e12)
@@ -166,8 +173,21 @@ def render_roofline(profile: ProfileSummary | None, width: int, height: int, fun
         chart.append("\n")
     chart.append(" " * AXIS_WIDTH + "└" + "─" * canvas.columns + "\n", "dim")
     chart.append(_x_ticks(x_axis, canvas.columns) + "\n", "dim")
-    chart.append_text(_legend(profile, numbered, bandwidth, ceilings, function))
+    chart.append_text(legend)
     return chart
+
+
+def kernel_markers(profile: ProfileSummary, function: str) -> dict[str, str]:
+    """Each kernel's mark on the chart: its dispatch number, the one the Kernels table shows before its
+    name (`0 matmul_256x1024x1024`), else a letter in the table's order."""
+    markers: dict[str, str] = {}
+    letters = iter(MARKERS)
+    for kernel in profile.kernels:
+        number = dispatch_number(kernel.name, function)
+        marker = number if number is not None else next(letters, None)
+        if marker is not None:
+            markers[kernel.name] = marker
+    return markers
 
 
 def _f32_ceiling(profile: ProfileSummary) -> set[float]:
@@ -215,9 +235,10 @@ def _legend(
     )
     shown = profile.kernels[:LEGEND_ROWS]
     width = max((len(without_function(k.name, function)) for k in shown), default=10)
+    marks = max((len(numbered.get(k.name, "")) for k in shown), default=1)
     for kernel in shown:
-        marker = numbered.get(kernel.name, " ")
-        legend.append(f" {marker} ", "bold yellow")
+        marker = numbered.get(kernel.name, "")
+        legend.append(f" {marker:>{marks}} ", "bold yellow")
         legend.append(f"{without_function(kernel.name, function):<{width}}  {_describe(kernel)}\n")
     if len(profile.kernels) > LEGEND_ROWS:
         legend.append(

@@ -22,7 +22,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop.tui.bridge import CallBreakdown, CallSegment, RunSnapshot, fixed, ms_fixed, percent
+from gputop.tui.bridge import CallBreakdown, CallSegment, RunSnapshot, ms_fixed, percent
 
 __all__ = [
     "KINDS",
@@ -95,7 +95,7 @@ def largest_table(segments: tuple[CallSegment, ...], width: int) -> Text:
     for index, segment in enumerate(largest_segments(segments)):
         label, glyph, style = KINDS.get(segment.kind, (segment.kind, "?", ""))
         lines.append(f"{glyph} {label:<12}", style=style)
-        detail = f" {ms_fixed(segment.duration_ms):>12} at {fixed(segment.start_ms, 3)}: {segment.name}"
+        detail = f" {ms_fixed(segment.duration_ms):>12} at {ms_fixed(segment.start_ms)}: {segment.name}"
         room = max(10, width - 14)
         lines.append(detail if len(detail) <= room else detail[: room - 1] + "…")
         if index < len(largest_segments(segments)) - 1:
