@@ -116,8 +116,8 @@ def test_renderdocs_vendors_are_compared_by_name() -> None:
     """On the H200 its own capture's replay said "vendor mismatch ... no GPU of its vendor: NVIDIA H200":
     str() of RenderDoc's GPUVendor (an IntEnum) is its number under the module's Python 3.11."""
     module_or_skip()
-    reader = Path(__file__).resolve().parents[1] / "core"
-    code = (  # renderdoc first: core/ has a renderdoc.py of its own
+    reader = Path(__file__).resolve().parents[1] / "core" / "renderdoc"
+    code = (  # renderdoc first: the folder holds gputop's own in_app.py beside rdc_reader.py
         f"import sys, renderdoc as rd; sys.path.append({str(reader)!r}); import rdc_reader as r; "
         "print(r.vendor_name(rd.GPUVendor.nVidia), r.vendor_name(rd.GPUVendor.Software), str(rd.GPUVendor.nVidia))"
     )
