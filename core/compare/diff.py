@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from gputop.core.compare.samples import as_array
-from gputop.core.compare.stats import bootstrap_change, mann_whitney_u
+from gputop.core.compare.stats import BLOCKS, block_statistics, bootstrap_change, mann_whitney_u
 from gputop.core.errors import UsageError
 
 __all__ = [
@@ -246,9 +246,20 @@ def _samples(report: Mapping[str, Any], *path: str) -> Any:
 
 
 def test_change(stat: str, a: np.ndarray, b: np.ndarray, noise: float) -> Change:
-    """`stat` of two sample sets: the change, its bootstrap interval, the U test, and whether it is real."""
-    change, low, high = bootstrap_change(a, b, stat)
-    p = mann_whitney_u(a, b).p
+    """`stat` of two sample sets: the change, its bootstrap interval, the U test, and whether it is real.
+
+    Samples are a time series: the calls of a run, a kernel's dispatches over
+    a profile pass. Where each side has enough of them, the test counts
+    BLOCKS consecutive stretches per side, not single samples (the U test
+    compares the stretches' statistics, the interval resamples stretches), so
+    that load which comes and goes during a run is noise, not evidence.
+    """
+    if len(a) >= 2 * BLOCKS and len(b) >= 2 * BLOCKS:
+        change, low, high = bootstrap_change(a, b, stat, blocks=BLOCKS)
+        p = mann_whitney_u(block_statistics(a, stat), block_statistics(b, stat)).p
+    else:
+        change, low, high = bootstrap_change(a, b, stat)
+        p = mann_whitney_u(a, b).p
     a_value = float(np.percentile(a, 50 if stat == "p50" else 95)) if stat != "mean" else float(a.mean())
     b_value = float(np.percentile(b, 50 if stat == "p50" else 95)) if stat != "mean" else float(b.mean())
     real = p < ALPHA and (low > 0 or high < 0) and abs(change) >= noise

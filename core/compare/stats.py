@@ -17,10 +17,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "MannWhitney", "bootstrap_change", "mann_whitney_u", "statistic"]
+__all__ = [
+    "BLOCKS",
+    "BOOTSTRAP_RESAMPLES",
+    "MannWhitney",
+    "block_statistics",
+    "bootstrap_change",
+    "mann_whitney_u",
+    "statistic",
+]
 
 BOOTSTRAP_RESAMPLES = 1000
 EXACT_MAX = 8  # both sides this small and no ties: the exact distribution of U, as SciPy's method="auto"
+BLOCKS = 10  # consecutive blocks per side: the unit the tests count (see bootstrap_change)
 BOOTSTRAP_MAX_N = 4000  # a side larger than this is bootstrapped from a uniform subsample of this size (wider CI)
 
 
@@ -109,6 +118,23 @@ def statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
     raise ValueError(f"unknown statistic {name!r}: p50, p95 or mean")
 
 
+def _blocks(values: np.ndarray, blocks: int, rng: np.random.Generator) -> np.ndarray:
+    """`values` in time order as a (blocks, m) array of consecutive stretches (at most BOOTSTRAP_MAX_N in all)."""
+    m = len(values) // blocks
+    rows = values[: m * blocks].reshape(blocks, m)
+    keep = BOOTSTRAP_MAX_N // blocks
+    if m > keep:  # each block thinned to a uniform subsample of itself
+        rows = np.take_along_axis(rows, np.sort(rng.random((blocks, m)).argsort(axis=1)[:, :keep], axis=1), axis=1)
+    return rows
+
+
+def block_statistics(values: np.ndarray, stat: str, blocks: int = BLOCKS) -> np.ndarray:
+    """The statistic of each of `blocks` consecutive stretches of `values` (time order)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    m = len(x) // blocks
+    return statistic(stat)(x[: m * blocks].reshape(blocks, m))
+
+
 def bootstrap_change(
     a: np.ndarray,
     b: np.ndarray,
@@ -117,12 +143,15 @@ def bootstrap_change(
     resamples: int = BOOTSTRAP_RESAMPLES,
     level: float = 0.95,
     seed: int = 0,
+    blocks: int = 0,
 ) -> tuple[float, float, float]:
     """(change, low, high): B's statistic over A's, minus 1, and its percentile bootstrap interval.
 
     Each side is resampled with replacement on its own (the runs are
     independent); the interval is the central `level` of the resampled
-    changes. Seeded, so the same two runs always give the same interval.
+    changes. With `blocks`, the samples are taken as a time series and
+    resampled as that many consecutive stretches. Seeded, so the same two
+    runs always give the same interval.
     """
     x = np.asarray(a, dtype=np.float64).ravel()
     y = np.asarray(b, dtype=np.float64).ravel()
@@ -132,6 +161,18 @@ def bootstrap_change(
         raise ValueError("the baseline's statistic is not positive")
     change = float(fn(y[None, :])[0]) / base - 1.0
     rng = np.random.default_rng(seed)
+    if blocks and len(x) >= 2 * blocks and len(y) >= 2 * blocks:
+        # A block bootstrap: samples in time order are not independent (the machine's load, the GPU's clock
+        # drift over seconds), so whole stretches are resampled and a run that wandered gets a wide interval.
+        bx, by = _blocks(x, blocks, rng), _blocks(y, blocks, rng)
+        changes = np.empty(resamples, dtype=np.float64)
+        for start in range(resamples):
+            xa = fn(bx[rng.integers(0, blocks, blocks)].reshape(1, -1))[0]
+            yb = fn(by[rng.integers(0, blocks, blocks)].reshape(1, -1))[0]
+            changes[start] = yb / xa - 1.0 if xa > 0 else np.nan
+        tail = (1.0 - level) / 2.0 * 100.0
+        low, high = np.nanpercentile(changes, [tail, 100.0 - tail])
+        return change, float(low), float(high)
     if len(x) > BOOTSTRAP_MAX_N:
         x = rng.choice(x, BOOTSTRAP_MAX_N, replace=False)
     if len(y) > BOOTSTRAP_MAX_N:
