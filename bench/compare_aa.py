@@ -38,9 +38,12 @@ def main() -> int:
     parser.add_argument("--profile-calls", type=int, default=50)
     parser.add_argument("--fail-above", default="5%")
     parser.add_argument("--b-flag", help="compile B with this extra flag (an A/B experiment)")
+    parser.add_argument("--keep", type=Path, help="keep the reports in this folder (a{i}.json, b{i}.json)")
     args = parser.parse_args()
     alarms = gate_failures = kernel_alarms = 0
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or Path(scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
         for pair in range(args.pairs):
             a, b, out = Path(tmp, f"a{pair}.json"), Path(tmp, f"b{pair}.json"), Path(tmp, f"c{pair}.json")
             run_once(a, args, None)
@@ -57,11 +60,10 @@ def main() -> int:
             alarms += p50["significant"]
             kernel_alarms += bool(moved)
             gate_failures += gate.returncode == 7
-            print(
-                f"pair {pair:2d}: p50 {p50['change'] * 100:+6.1f}% "
-                f"[{p50['low'] * 100:+.1f}%, {p50['high'] * 100:+.1f}%] p={p50['p']:.2g} {p50['mark']:>7}  gate rc={gate.returncode}  kernels: {', '.join(moved) or '~'}",
-                flush=True,
-            )
+            interval = f"[{p50['low'] * 100:+.1f}%, {p50['high'] * 100:+.1f}%] p={p50['p']:.2g}"
+            kernels = ", ".join(moved) or "~"
+            line = f"pair {pair:2d}: p50 {p50['change'] * 100:+6.1f}% {interval} {p50['mark']:>7}"
+            print(f"{line}  gate rc={gate.returncode}  kernels: {kernels}", flush=True)
     n = args.pairs
     print(
         f"calls changed in {alarms}/{n} pairs, some kernel changed in {kernel_alarms}/{n}, "
