@@ -5,10 +5,14 @@ Everything here reads report dictionaries (`gputop run --json`, a session's
 needs either run again. A change counts as real only when three things
 agree: the Mann-Whitney U test says the samples differ (p < ALPHA), the
 bootstrap interval of the relative change excludes zero, and the change is
-at least the noise floor: separate runs of the same module on a shared
-machine differ by a few percent with nothing changed (the A/A experiment in
-BENCHMARKS.md), and hundreds of calls make any such offset "significant" to
-a test that sees only the calls of two runs. Anything else is shown as `~`.
+larger than the floor: the noise floor (3%), or how far either run's own
+stretches of calls wandered (the range of its ten block medians over their
+median), whichever is larger. Separate runs of one module on a shared
+machine differ with nothing changed by about as much as each run wanders
+within itself (the A/A experiment in BENCHMARKS.md), and thousands of calls
+make any such offset "significant" to a test that sees only the calls of two
+runs; a steady GPU run wanders by a percent or two, so there the floor stays
+low. Anything else is shown as `~`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from gputop.core.errors import UsageError
 
 __all__ = [
     "ALPHA",
+    "BLOCKS_NEEDED",
     "CALL_STATS",
     "DEFAULT_NOISE",
     "Change",
@@ -38,6 +43,9 @@ __all__ = [
     "gate",
     "parse_metric",
     "parse_percent",
+    "test_change",
+    "untested",
+    "wander_of",
 ]
 
 ALPHA = 0.05
@@ -61,6 +69,7 @@ class Change:
     tested: bool = False  # False: no samples on one side, so only the numbers are shown
     n_a: int = 0
     n_b: int = 0
+    floor: float | None = None  # the smallest change counted as real here: the noise floor or the runs' wander
 
     @property
     def mark(self) -> str:
@@ -254,16 +263,34 @@ def test_change(stat: str, a: np.ndarray, b: np.ndarray, noise: float) -> Change
     compares the stretches' statistics, the interval resamples stretches), so
     that load which comes and goes during a run is noise, not evidence.
     """
+    wander = 0.0
     if len(a) >= 2 * BLOCKS and len(b) >= 2 * BLOCKS:
         change, low, high = bootstrap_change(a, b, stat, blocks=BLOCKS)
-        p = mann_whitney_u(block_statistics(a, stat), block_statistics(b, stat)).p
+        stretches_a, stretches_b = block_statistics(a, stat), block_statistics(b, stat)
+        p = mann_whitney_u(stretches_a, stretches_b).p
+        wander = max(_wander(stretches_a), _wander(stretches_b))
     else:
         change, low, high = bootstrap_change(a, b, stat)
         p = mann_whitney_u(a, b).p
     a_value = float(np.percentile(a, 50 if stat == "p50" else 95)) if stat != "mean" else float(a.mean())
     b_value = float(np.percentile(b, 50 if stat == "p50" else 95)) if stat != "mean" else float(b.mean())
-    real = p < ALPHA and (low > 0 or high < 0) and abs(change) >= noise
-    return Change(stat, a_value, b_value, change, low, high, p, real, True, len(a), len(b))
+    floor = max(noise, wander)
+    real = p < ALPHA and (low > 0 or high < 0) and abs(change) >= floor
+    return Change(stat, a_value, b_value, change, low, high, p, real, True, len(a), len(b), floor)
+
+
+BLOCKS_NEEDED = 2 * BLOCKS  # samples a side needs for the tests by stretches
+
+
+def wander_of(values: np.ndarray, stat: str) -> float:
+    """How far the stretches of one run's samples wandered (0 with too few samples for stretches)."""
+    return _wander(block_statistics(values, stat)) if len(values) >= BLOCKS_NEEDED else 0.0
+
+
+def _wander(stretches: np.ndarray) -> float:
+    """How far a run's own stretches wandered: the range of their statistic over its median."""
+    middle = float(np.median(stretches))
+    return float(stretches.max() - stretches.min()) / middle if middle > 0 else 0.0
 
 
 def untested(stat: str, a: float | None, b: float | None, n_a: int = 0, n_b: int = 0) -> Change:

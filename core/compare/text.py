@@ -22,7 +22,8 @@ def verdict_line(comparison: Comparison) -> str:
 def _interval(change: Change) -> str:
     if not change.tested or change.low is None or change.high is None:
         return "untested (no kept samples)"
-    return f"[{change.low * 100:+.1f}%, {change.high * 100:+.1f}%] p={change.p:.2g}"
+    floor = f" floor {change.floor * 100:.0f}%" if change.floor is not None else ""
+    return f"[{change.low * 100:+.1f}%, {change.high * 100:+.1f}%] p={change.p:.2g}{floor}"
 
 
 def _value(row: Row, value: float | None) -> str:

@@ -11,9 +11,7 @@ when the chosen metric is significantly slower by more than the threshold.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import EXIT_OK, EXIT_REGRESSION, UsageError
@@ -51,43 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_gate_arguments(parser)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: not a readable report ({exc})") from None
-    if not isinstance(data, dict) or "calls" not in data:
-        raise UsageError(f"{path}: not a gputop report (no calls)")
-    return data
-
-
-def _with_samples(report: dict[str, Any], folder: Path | None) -> dict[str, Any]:
-    """The report, with the samples its session kept in calls.json where the report itself has none."""
-    if isinstance(report.get("samples"), dict) and report["samples"].get("calls") is not None:
-        return report
-    from gputop.core.compare import CALLS_FILE
-
-    where = folder or (Path(report["session_dir"]) if report.get("session_dir") else None)
-    if where is not None and (where / CALLS_FILE).is_file():
-        try:
-            samples = json.loads((where / CALLS_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return report
-        if isinstance(samples, dict):
-            return {**report, "samples": samples}
-    return report
-
-
 def load_side(text: str) -> tuple[str, dict[str, Any]]:
     """(a label, the report with its samples) for a session id, prefix or folder, or a report file."""
-    from gputop.core.store.reader import read_report, resolve_session
+    from gputop.core.store.reader import read_side
 
-    path = Path(text).expanduser()
-    if path.is_file():
-        return str(path), _with_samples(_read_json(path), None)
-    folder = resolve_session(text)
-    report = read_report(folder)
-    return f"{folder.name} ({report.get('target')})", _with_samples(report, folder)
+    return read_side(text)
 
 
 def _gate_settings(args: argparse.Namespace) -> tuple[str, float] | None:

@@ -20,7 +20,10 @@ from textual.widgets import DataTable
 
 
 class Column(NamedTuple):
-    """A column's key and how much it matters: 0 always shows; higher numbers go first when room is short."""
+    """A column's key and how much it matters: 0 always shows; higher numbers go first when room is short.
+
+    A negative priority hides the column until `sync` gives it another (the Kernels table's `vs base`).
+    """
 
     name: str
     priority: int = 0
@@ -58,11 +61,11 @@ class KeyedTable(DataTable[object]):
         for index, col in enumerate(self.columns_all):
             cells = [text_width(row[index]) for row in self._rows.values()]
             widths[col.name] = max([cell_len(self._labels[col.name]), *cells]) + pad
-        kept = list(self.columns_all)
         priority = self._priorities
+        kept = [c for c in self.columns_all if priority[c.name] >= 0]
         if width > 0:
-            while sum(widths[c.name] for c in kept) > width and any(priority[c.name] for c in kept):
-                drop = max((c for c in kept if priority[c.name]), key=lambda c: (priority[c.name], kept.index(c)))
+            while sum(widths[c.name] for c in kept) > width and any(priority[c.name] > 0 for c in kept):
+                drop = max((c for c in kept if priority[c.name] > 0), key=lambda c: (priority[c.name], kept.index(c)))
                 kept.remove(drop)
         return tuple(c.name for c in kept)
 
