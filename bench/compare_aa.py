@@ -4,7 +4,8 @@ Runs `gputop run demo:mlp` (local-task by default) 2N times in separate processe
 compares run 2i with run 2i+1 with `gputop compare --fail-above`, and prints each
 pair's p50 change, interval, mark, the kernels marked as changed and the gate's exit
 code, then the false-alarm rate. With `--b-flag FLAG` the second run of each pair is
-compiled with FLAG (an A/B experiment: every pair should then be called slower).
+compiled with FLAG, or with `--b-target-flags FLAGS` in place of the device's target flags
+(an A/B experiment: every pair should then be called slower).
 The figures it printed are in BENCHMARKS.md, "Comparing runs".
 """
 
@@ -21,11 +22,13 @@ from pathlib import Path
 __all__ = ["main"]
 
 
-def run_once(out: Path, args: argparse.Namespace, flag: str | None) -> None:
+def run_once(out: Path, args: argparse.Namespace, flag: str | None, target_flags: str | None = None) -> None:
     command = [sys.executable, "-m", "gputop.tui", "run", args.target, "-d", args.device, "-n", str(args.calls),
                "--profile", "--profile-calls", str(args.profile_calls), "-q", "--json", str(out)]  # fmt: skip
     if flag:
         command.append(f"--compile-flag={flag}")
+    if target_flags:
+        command += ["--target-flags", target_flags]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 
@@ -38,6 +41,7 @@ def main() -> int:
     parser.add_argument("--profile-calls", type=int, default=50)
     parser.add_argument("--fail-above", default="5%")
     parser.add_argument("--b-flag", help="compile B with this extra flag (an A/B experiment)")
+    parser.add_argument("--b-target-flags", help="compile B with these target flags instead of the device's")
     parser.add_argument("--keep", type=Path, help="keep the reports in this folder (a{i}.json, b{i}.json)")
     args = parser.parse_args()
     alarms = gate_failures = kernel_alarms = 0
@@ -47,7 +51,7 @@ def main() -> int:
         for pair in range(args.pairs):
             a, b, out = Path(tmp, f"a{pair}.json"), Path(tmp, f"b{pair}.json"), Path(tmp, f"c{pair}.json")
             run_once(a, args, None)
-            run_once(b, args, args.b_flag)
+            run_once(b, args, args.b_flag, args.b_target_flags)
             gate = subprocess.run(
                 [sys.executable, "-m", "gputop.tui", "compare", str(a), str(b), "--json", str(out),
                  "--fail-above", args.fail_above],

@@ -11,8 +11,8 @@ median), whichever is larger. Separate runs of one module on a shared
 machine differ with nothing changed by about as much as each run wanders
 within itself (the A/A experiment in BENCHMARKS.md), and thousands of calls
 make any such offset "significant" to a test that sees only the calls of two
-runs; a steady GPU run wanders by a percent or two, so there the floor stays
-low. Anything else is shown as `~`.
+runs; a steadier run wanders less, and its floor stays nearer 3%. Anything
+else is shown as `~`.
 """
 
 from __future__ import annotations
