@@ -80,7 +80,7 @@ async def test_kernels_keep_count_avg_min_max_and_nothing_scrolls_sideways(size:
         assert kernels.row_count == 3
         assert {"kernel", "count", "avg", "min", "max"} <= set(kernels.shown)
         if size == (200, 60):
-            assert set(kernels.shown) == {c.name for c in kernels.columns_all} - {"vs base"}  # shown with a baseline
+            assert set(kernels.shown) == {c.name for c in kernels.columns_all}
         # One unit per column, named in its header; the cells are bare numbers in it.
         avg = [str(kernels.row_cells(key)["avg"]) for key in kernels.row_keys]
         assert str(kernels.columns["avg"].label) == "avg ms" and all(float(v) > 0 for v in avg)
