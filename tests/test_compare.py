@@ -282,3 +282,33 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert_one_line_error(
         run_gputop("run", "demo:mlp", "-n", "1", "--baseline", "no-such-session-xyz"), EXIT_USAGE, "no such session"
     )
+
+
+def test_tui_options_keep_baseline_from_the_engine() -> None:
+    from gputop.tui.cli.tui import without_baseline
+
+    assert without_baseline(["demo:mlp", "--baseline", "x", "-d", "cpu", "--baseline=y"]) == ["demo:mlp", "-d", "cpu"]
+
+
+async def test_b_picks_a_baseline_among_past_sessions_of_the_target(tmp_path: Path) -> None:
+    from gputop.tui.app import GputopApp
+    from gputop.tui.bridge import ReplaySource
+    from gputop.tui.panes.table import KeyedTable
+
+    _run(tmp_path, "past", calls=30)  # a past session of demo:mlp with kept samples
+    recording = Path(__file__).parent / "data" / "mlp_profiled_local_task.jsonl"
+    app = GputopApp(ReplaySource.from_file(recording))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.5)
+        assert app.baseline is None
+        await pilot.press("b")
+        await pilot.pause(0.3)
+        assert app.baseline is not None and app.baseline.target == "demo:mlp"
+        assert "vs base" in app.query_one("#kernels-table", KeyedTable).shown
+        for _ in range(200):  # past the oldest: no baseline again
+            if app.baseline is None:
+                break
+            await pilot.press("b")
+        assert app.baseline is None
+        await pilot.pause(0.3)
+        assert "vs base" not in app.query_one("#kernels-table", KeyedTable).shown
