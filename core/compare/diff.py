@@ -5,13 +5,13 @@ Everything here reads report dictionaries (`gputop run --json`, a session's
 needs either run again. A change counts as real only when three things
 agree: the Mann-Whitney U test says the samples differ (p < ALPHA), the
 bootstrap interval of the relative change excludes zero, and the change is
-larger than the floor: the noise floor (3%), or how far either run's own
-stretches of calls wandered (the range of its ten block medians over their
-median), whichever is larger. Separate runs of one module on a shared
-machine differ with nothing changed by about as much as each run wanders
-within itself (the A/A experiment in BENCHMARKS.md), and thousands of calls
-make any such offset "significant" to a test that sees only the calls of two
-runs; a steadier run wanders less, and its floor stays nearer 3%. Anything
+larger than the floor: the noise floor (3%), or the sum of how far each
+run's own stretches of calls wandered (the range of its ten block medians
+over their median), whichever is larger. Each run's level can be off by
+about as much as it wanders within itself, so the difference of two runs by
+about the sum (the A/A experiment in BENCHMARKS.md); thousands of calls make
+any such offset "significant" to a test that sees only the calls of two runs.
+A steadier run wanders less, and its floor stays nearer 3%. Anything
 else is shown as `~`.
 """
 
@@ -69,7 +69,7 @@ class Change:
     tested: bool = False  # False: no samples on one side, so only the numbers are shown
     n_a: int = 0
     n_b: int = 0
-    floor: float | None = None  # the smallest change counted as real here: the noise floor or the runs' wander
+    floor: float | None = None  # the smallest change counted as real here: the noise floor or the runs' summed wander
 
     @property
     def mark(self) -> str:
@@ -268,7 +268,7 @@ def test_change(stat: str, a: np.ndarray, b: np.ndarray, noise: float) -> Change
         change, low, high = bootstrap_change(a, b, stat, blocks=BLOCKS)
         stretches_a, stretches_b = block_statistics(a, stat), block_statistics(b, stat)
         p = mann_whitney_u(stretches_a, stretches_b).p
-        wander = max(_wander(stretches_a), _wander(stretches_b))
+        wander = _wander(stretches_a) + _wander(stretches_b)
     else:
         change, low, high = bootstrap_change(a, b, stat)
         p = mann_whitney_u(a, b).p
