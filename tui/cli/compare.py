@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--noise",
         metavar="PCT",
-        help="changes smaller than this are shown as ~ (default 3%%: what separate runs differ by unchanged)",
+        help="the least change shown as real (default 3%%); the runs' own wander raises it (README: Comparing runs)",
     )
     add_gate_arguments(parser)
 
@@ -136,7 +136,7 @@ SPEC = Subcommand(
     add_arguments,
     command_compare,
     description="Compare run B against baseline A: what differs in their conditions, the call time's p50, p95 "
-    "and mean with a bootstrap 95%% interval and a Mann-Whitney U test (~ where the change is not real), kernels "
+    "and mean with a bootstrap 95% interval and a Mann-Whitney U test (~ where the change is not real), kernels "
     "matched by name, the call breakdown, phases and memory peaks, and a verdict. With --fail-above PCT, exit 7 "
     "when the metric is significantly slower by more than PCT.",
 )
