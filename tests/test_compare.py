@@ -195,17 +195,21 @@ def test_session_keeps_its_samples_bounded(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_a_runs_of_the_same_module_pass_the_gate(tmp_path: Path) -> None:
-    """Five separate pairs of demo:mlp runs: the gate never fails (the 20-pair experiment: BENCHMARKS.md)."""
-    alarms = 0
+    """Five separate pairs of demo:mlp runs: at most one is called different or fails the gate.
+
+    On the shared 2-core machine a fresh 20-pair experiment marked 2 / 20 and failed the gate in
+    1 / 20 (BENCHMARKS.md, "Comparing runs"): one of five is what that rate allows without flaking.
+    """
+    alarms = failures = 0
     for pair in range(5):
         a, _ = _run(tmp_path, f"a{pair}")
         b, _ = _run(tmp_path, f"b{pair}")
         proc = run_gputop("compare", str(a), str(b), "--fail-above", "5%", "--json", str(tmp_path / "c.json"))
         assert proc.returncode in (0, EXIT_REGRESSION), proc.stderr
-        assert proc.returncode == 0, proc.stderr
+        failures += proc.returncode == EXIT_REGRESSION
         data = json.loads((tmp_path / "c.json").read_text())
         alarms += next(c for c in data["calls"] if c["stat"] == "p50")["significant"]
-    assert alarms <= 1
+    assert alarms <= 1 and failures <= 1, (alarms, failures)
 
 
 # x86-64 without AVX/FMA: every matmul of demo:mlp runs 2-3x slower (measured: 117 ms p50 against ~45 ms).
