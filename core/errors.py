@@ -4,8 +4,10 @@ Every failure a user can cause or meet (a bad file, a device that is not
 there, a compiler crash) is raised as one of these, so the command line can
 print one line and exit with the documented code instead of a traceback. The
 exit codes are part of gputop's contract: 0 ok, 2 usage, 3 compile, 4 device
-unavailable, 5 runtime, 6 output check failed, 130/143 interrupted (129: the
-terminal hung up).
+unavailable, 5 runtime, 6 output check failed, 7 a regression against a
+baseline (`gputop compare --fail-above`, `gputop run --baseline --fail-above`:
+the gated time is significantly slower by more than the threshold), 130/143
+interrupted (129: the terminal hung up).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ __all__ = [
     "EXIT_COMPILE",
     "EXIT_DEVICE",
     "EXIT_OK",
+    "EXIT_REGRESSION",
     "EXIT_RUNTIME",
     "EXIT_SIGHUP",
     "EXIT_SIGINT",
@@ -43,6 +46,7 @@ EXIT_COMPILE = 3
 EXIT_DEVICE = 4
 EXIT_RUNTIME = 5
 EXIT_CHECK = 6
+EXIT_REGRESSION = 7  # gputop compare / run --baseline with --fail-above: significantly slower than the threshold
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 EXIT_SIGHUP = 129  # the terminal went away (a dropped SSH session): the run is recorded as interrupted

@@ -4,6 +4,10 @@ The TUI runs calls in a loop for as long as the user watches, so keeping
 every call time forever would grow without bound. This keeps exact count,
 min and max, plus a window of the most recent calls for percentiles and the
 sparkline; reports of finite runs (under the window size) are exact.
+Beside them, a uniform reservoir of at most `RESERVOIR` call times is kept
+for `gputop compare`: every call of the run has the same chance to be in it
+(all of them while the run has made fewer calls than that), so the session
+can keep its call distribution in bounded space.
 The rate shown live is taken over the calls that ended in the last
 `RATE_WINDOW_S` seconds, so it follows what the run does now (a pause, a
 slower phase) instead of averaging the whole run.
@@ -19,10 +23,11 @@ import numpy as np
 
 from gputop.core.snapshot import CALL_BUCKETS_MS, CallStats
 
-__all__ = ["RATE_WINDOW_S", "RECENT", "WINDOW", "CallTimer", "rate_window"]
+__all__ = ["RATE_WINDOW_S", "RECENT", "RESERVOIR", "WINDOW", "CallTimer", "rate_window"]
 
 WINDOW = 10_000
 RECENT = 120
+RESERVOIR = 20_000  # call times kept for comparisons: a uniform sample of the whole run
 RATE_WINDOW_S = 5.0  # calls/s is counted over the calls that ended this long ago at most
 
 
@@ -50,6 +55,8 @@ class CallTimer:
         self._sum_ms = 0.0
         self._ends: deque[float] = deque()  # end stamps of the calls within the rate's window of the newest
         self._window_s = RATE_WINDOW_S
+        self._reservoir = np.zeros(RESERVOIR, dtype=np.float64)
+        self._rng = np.random.default_rng(0)  # seeded: the same run keeps the same calls
 
     @property
     def count(self) -> int:
@@ -60,6 +67,12 @@ class CallTimer:
         """One call of `seconds`, ended at `ended_at` (perf_counter seconds; now when not given)."""
         ms = seconds * 1e3
         self._window[self._count % WINDOW] = ms
+        if self._count < RESERVOIR:
+            self._reservoir[self._count] = ms
+        else:  # Algorithm R: the new call replaces a kept one with probability RESERVOIR / (count + 1)
+            slot = int(self._rng.integers(0, self._count + 1))
+            if slot < RESERVOIR:
+                self._reservoir[slot] = ms
         self._buckets[bisect.bisect_left(CALL_BUCKETS_MS, ms)] += 1
         self._sum_ms += ms
         self._count += 1
@@ -73,6 +86,10 @@ class CallTimer:
         self._window_s = rate_window(seconds)
         while self._ends and self._ends[0] < stamp - self._window_s:
             self._ends.popleft()
+
+    def kept(self) -> np.ndarray:
+        """A copy of the reservoir: every call's time (ms) up to RESERVOIR calls, a uniform sample beyond."""
+        return self._reservoir[: min(self._count, RESERVOIR)].copy()
 
     def recent_rate(self, now: float | None = None) -> float | None:
         """Calls per second over the calls that ended in the window before `now`; None if too few.

@@ -74,3 +74,26 @@ def test_kernels_with_efficiency_at_120x40(snap_compare: object) -> None:
 def test_roofline_view(snap_compare: object) -> None:
     app = GputopApp(ReplaySource.from_file(ROOFLINE_RECORDING))
     assert snap_compare(app, press=["f"], terminal_size=(120, 40), run_before=_settle)  # type: ignore[operator]
+
+
+BASELINE_REPORT = Path(__file__).parent / "data" / "mlp_baseline_report.json"
+
+
+def baseline_app() -> GputopApp:
+    """The recorded profiled run against a recorded baseline run of demo:mlp on local-task (a real report)."""
+    import json
+
+    from gputop.tui.bridge import LiveBaseline
+
+    baseline = LiveBaseline("baseline-mlp (demo:mlp)", json.loads(BASELINE_REPORT.read_text()))
+    return GputopApp(ReplaySource.from_file(PROFILED), baseline=baseline)
+
+
+def test_baseline_run_and_kernels_at_120x40(snap_compare: object) -> None:
+    """With a baseline: the Run pane's `vs base` line and the Kernels table's `vs base` column."""
+    assert snap_compare(baseline_app(), terminal_size=(120, 40), run_before=_settle)  # type: ignore[operator]
+
+
+def test_baseline_timeline_at_120x40(snap_compare: object) -> None:
+    """With a baseline: its median call drawn under the live one, on one time axis."""
+    assert snap_compare(baseline_app(), press=["t"], terminal_size=(120, 40), run_before=_settle)  # type: ignore[operator]

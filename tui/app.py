@@ -36,12 +36,15 @@ from gputop.tui.bridge import (
     CallStats,
     CaptureInfo,
     EngineProcess,
+    LiveBaseline,
     Phases,
     ReplaySource,
     RunSnapshot,
     SnapshotArrived,
     SnapshotSource,
     SourceNote,
+    baseline_choices,
+    load_baseline,
 )
 from gputop.tui.ending import SignalEnding, parent_pid
 from gputop.tui.panes import (
@@ -112,12 +115,17 @@ class GputopApp(App[int]):
         Binding("l", "grow_log", "Log"),
         Binding("s", "save_svg", "SVG"),  # short: at 120 columns every key fits the footer
         Binding("f", "roofline", "Roofline"),
+        Binding("b", "baseline", "Baseline", show=False),  # README: Comparing runs; the footer keeps its width
         *(Binding(pane.KEY, f"bring_forward('{pane.PANE_ID}')", show=False) for pane in by_key()),
     ]
 
-    def __init__(self, source: SnapshotSource, *, handle_signals: bool = False) -> None:
+    def __init__(
+        self, source: SnapshotSource, *, handle_signals: bool = False, baseline: LiveBaseline | None = None
+    ) -> None:
         super().__init__()
         self.source = source
+        self.baseline = baseline  # a recorded run the Run pane, the Kernels table and the Timeline compare with
+        self._baseline_pick = -1  # which of the past sessions `b` shows now (-1: the one given, or none)
         self._handle_signals = handle_signals  # only the real command line: tests keep pytest's handlers
         self.snapshot: RunSnapshot | None = None
         self.frames = 0
@@ -475,6 +483,36 @@ class GputopApp(App[int]):
         if not isinstance(self.screen, TimelineScreen):
             self.push_screen(TimelineScreen(self.snapshot))
 
+    def action_baseline(self) -> None:
+        """`b`: the next earlier session of this target (newest first) as the baseline; past the oldest, none."""
+        snapshot = self.snapshot
+        if snapshot is None:
+            return
+        own = Path(snapshot.session_dir) if snapshot.session_dir else self.source.session_dir
+        try:
+            choices = baseline_choices(snapshot.target, own)
+        except Exception as exc:  # an unreadable store must not end the screen
+            self.log_line("warning", f"baseline: {exc}")
+            return
+        if not choices:
+            self.log_line("info", f"baseline: no earlier session of {snapshot.target} with kept call samples")
+            return
+        self._baseline_pick += 1
+        if self._baseline_pick >= len(choices):
+            self._baseline_pick = -1
+            self.baseline = None
+            self.log_line("info", "baseline: none (b picks one again)")
+        else:
+            try:
+                self.baseline = load_baseline(choices[self._baseline_pick])
+            except Exception as exc:
+                self.log_line("warning", f"baseline: {exc}")
+                return
+            self.log_line(
+                "info", f"baseline: {self.baseline.label} ({self._baseline_pick + 1} of {len(choices)}; b for the next)"
+            )
+        self._draw()
+
     def action_roofline(self) -> None:
         if not isinstance(self.screen, RooflineScreen):
             self.push_screen(RooflineScreen(self.snapshot))
@@ -488,7 +526,9 @@ class GputopApp(App[int]):
                 self.exit(1)
 
 
-def run_engine_app(engine_args: list[str], folder: Path, *, announce: bool = False) -> int:
+def run_engine_app(
+    engine_args: list[str], folder: Path, *, announce: bool = False, baseline: LiveBaseline | None = None
+) -> int:
     """Start the engine as its own process (`gputop serve`) and the TUI as its owning viewer; returns the exit code.
 
     The engine's first words (a port in use, a bad option it alone sees) are
@@ -499,7 +539,7 @@ def run_engine_app(engine_args: list[str], folder: Path, *, announce: bool = Fal
     if announce:
         for line in source.startup_lines():
             print(line, file=sys.stderr, flush=True)
-    app = GputopApp(source, handle_signals=True)
+    app = GputopApp(source, handle_signals=True, baseline=baseline)
     try:
         code = app.run()
     finally:

@@ -25,6 +25,8 @@ from typing import Any, Protocol
 
 from textual.message import Message
 
+from gputop.core.compare.diff import Change
+from gputop.core.compare.live import LiveBaseline
 from gputop.core.errors import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 from gputop.core.module.devices import IREE_BACKENDS, list_devices
 from gputop.core.profiling.efficiency import ridge_intensity
@@ -49,6 +51,7 @@ from gputop.core.snapshot import (
     RunSnapshot,
     to_json,
 )
+from gputop.core.store.reader import baseline_candidates, read_side
 from gputop.core.store.replay import read_snapshots
 from gputop.core.units import (
     BYTES,
@@ -84,12 +87,14 @@ __all__ = [
     "CallSegment",
     "CallStats",
     "CaptureInfo",
+    "Change",
     "DeviceInfo",
     "DeviceMemory",
     "EngineBridge",
     "EngineProcess",
     "Event",
     "KernelTiming",
+    "LiveBaseline",
     "MemorySample",
     "ParameterLoad",
     "Phases",
@@ -100,11 +105,13 @@ __all__ = [
     "SnapshotArrived",
     "SnapshotSource",
     "SourceNote",
+    "baseline_choices",
     "column",
     "fixed",
     "flop_per_byte",
     "human_bytes",
     "limits_line",
+    "load_baseline",
     "mhz",
     "ms",
     "ms_fixed",
@@ -117,6 +124,17 @@ __all__ = [
 ]
 
 RECORDED = "this is a recorded run"
+
+
+def load_baseline(text: str) -> LiveBaseline:
+    """A recorded run (session id, prefix or folder, or a `gputop run --json` report) held as the TUI's baseline."""
+    label, report = read_side(text)
+    return LiveBaseline(label, report)
+
+
+def baseline_choices(target: str, own_session: Path | None) -> list[str]:
+    """Past sessions of `target` with kept samples, newest first (their folders), this run's own left out."""
+    return [entry.path for entry in baseline_candidates(target, own_session)]
 
 
 class _Poster(Protocol):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from gputop.core.compare.samples import dispatch_samples
 from gputop.core.errors import GputopError, Interrupted
 from gputop.core.profiling.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
 from gputop.core.profiling.cupti import record_calls
@@ -89,6 +90,7 @@ class ProfilePasses:
         self._vmfb = vmfb
         self._events: deque[DispatchEvent] = deque(maxlen=EVENTS_KEPT)
         self._calls = 0
+        self._passes = 0
         self._clock, self._clock_reason = gpu_clock_for(devices[0])
         self._pass_clocks: deque[PassClocks] = deque(maxlen=EVENTS_KEPT)
         self._efficiency: KernelEfficiency | None = None
@@ -131,9 +133,20 @@ class ProfilePasses:
                 )
                 self._events.clear()
                 self._calls = 0
+                self._passes = 0
                 self._pass_clocks.clear()
             self._events.extend(events)
             self._calls += calls
+            self._passes += 1
+            ctx.state.set_dispatch_samples(
+                dispatch_samples(
+                    ((e.name, e.duration_ns) for e in self._events),
+                    calls=self._calls,
+                    source=latest.source,
+                    device=device.id,
+                    passes=self._passes,
+                )
+            )
             latest = self._rate(latest, [clocks] if clocks else [])
             if clocks is not None:
                 self._pass_clocks.append(clocks)

@@ -15,6 +15,8 @@ ask); a second signal writes the ending at once (`record_interrupted_now`).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import threading
 import time
@@ -41,6 +43,15 @@ from gputop.core.store.report import build_report
 from gputop.core.store.writer import SessionWriter
 
 __all__ = ["RunConfig", "Session"]
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, read in 4 MiB pieces (a model can be gigabytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while piece := handle.read(4 << 20):
+            digest.update(piece)
+    return digest.hexdigest()
 
 
 class Session:
@@ -76,6 +87,7 @@ class Session:
         self._done = threading.Event()
         self._control: ControlServer | None = None
         self.report: dict[str, Any] | None = None  # report.json's content, once the run has ended
+        self._digest: str | None = None  # the target's SHA-256 ("" when it has none), see _target_digest
 
     # -- control (any thread) -------------------------------------------------------
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
@@ -158,7 +170,21 @@ class Session:
         state = "interrupted" if self._controls.interrupt_code is not None else self._state.state
         report = build_report(self.snapshot, self._state.summary(state=state, exit_code=self.exit_code()))
         report["engine"] = self.engine_info()
+        report["target_sha256"] = self._target_digest()
+        report["samples"] = self._state.samples()  # what gputop compare tests (core/compare/samples.py)
         return report
+
+    def _target_digest(self) -> str | None:
+        """SHA-256 of the target file as this run found it (a demo: of its source), hashed once; compare shows it."""
+        if self._digest is None:
+            info = self.config.target_info
+            self._digest = ""
+            with contextlib.suppress(OSError):
+                if info.path is not None:
+                    self._digest = file_sha256(info.path)
+                elif info.demo is not None:
+                    self._digest = hashlib.sha256(info.demo.source()).hexdigest()
+        return self._digest or None
 
     def engine_info(self) -> dict[str, Any]:
         """Where this run's engine ran: its pid, the process that owns it (a TUI), how many viewers subscribed."""

@@ -16,9 +16,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from gputop.core.compare.samples import call_samples, samples_block
 from gputop.core.errors import GputopError
 from gputop.core.module.compile import CompiledModule
 from gputop.core.module.tensors import summarize
@@ -105,6 +107,7 @@ class RunState:
         self._errors = 0
         self._error: GputopError | None = None
         self._profile: ProfileSummary | None = None
+        self._dispatch_samples: dict[str, Any] | None = None  # the profile passes' per-dispatch times
         self._profiling = False
         self._exports: tuple[ExportAffinity, ...] = ()
         self._transfers: tuple[Transfer, ...] = ()
@@ -116,6 +119,7 @@ class RunState:
         self._published = 0
         self._last_publish = 0.0
         self._snapshot = self._build_snapshot()
+        writer.keep_samples_from(self.samples)
 
     # -- readers (any thread) ---------------------------------------------------
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
@@ -369,6 +373,18 @@ class RunState:
     def set_profile(self, profile: ProfileSummary | None) -> None:
         with self._lock:
             self._profile = profile
+
+    def set_dispatch_samples(self, samples: dict[str, Any] | None) -> None:
+        """The per-dispatch times of the profile passes so far (`compare.samples.dispatch_samples`)."""
+        with self._lock:
+            self._dispatch_samples = samples
+
+    def samples(self) -> dict[str, Any]:
+        """The call and dispatch samples a comparison needs: `calls.json`, and the report's `samples`."""
+        with self._lock:
+            kept, count = self._timer.kept(), self._timer.count
+            dispatches = self._dispatch_samples
+        return samples_block(call_samples(kept, count) if count else None, dispatches)
 
     def add_capture(self, capture: CaptureInfo) -> None:
         with self._lock:

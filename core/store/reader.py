@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gputop.core.compare.samples import CALLS_FILE
 from gputop.core.errors import UsageError
 from gputop.core.paths import state_dir
 from gputop.core.processes import pid_alive
@@ -364,3 +365,45 @@ def rebuild_report(folder: Path) -> dict[str, Any]:
     if manifest.get("compile"):
         report["compile"] = manifest["compile"]
     return report
+
+
+def with_samples(report: dict[str, Any], folder: Path | None = None) -> dict[str, Any]:
+    """The report with the samples its session kept (calls.json) where the report itself has none."""
+    if isinstance(report.get("samples"), dict) and report["samples"].get("calls") is not None:
+        return report
+    where = folder or (Path(report["session_dir"]) if report.get("session_dir") else None)
+    if where is None or not (where / CALLS_FILE).is_file():
+        return report
+    try:
+        samples = json.loads((where / CALLS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return report
+    return {**report, "samples": samples} if isinstance(samples, dict) else report
+
+
+def read_side(text: str) -> tuple[str, dict[str, Any]]:
+    """(a label, the report with its samples) of a session (id, prefix or folder) or a `gputop run --json` file."""
+    path = Path(text).expanduser()
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: not a readable report ({exc})") from None
+        if not isinstance(data, dict) or "calls" not in data:
+            raise UsageError(f"{path}: not a gputop report (no calls)")
+        return str(path), with_samples(data)
+    folder = resolve_session(text)
+    return f"{folder.name} ({read_manifest(folder).get('target')})", with_samples(read_report(folder), folder)
+
+
+def baseline_candidates(target: str, exclude: Path | None = None) -> list[SessionEntry]:
+    """Past sessions of `target` that ended with calls kept to compare with, newest first."""
+    entries = []
+    skip = exclude.resolve() if exclude is not None else None
+    for entry in reversed(list_sessions()):
+        folder = Path(entry.path)
+        if entry.target != target or (skip is not None and folder.resolve() == skip):
+            continue
+        if (folder / CALLS_FILE).is_file():
+            entries.append(entry)
+    return entries

@@ -4,10 +4,12 @@ Every run leaves a folder that outlives it: `manifest.json` (versions,
 command line, flags, devices, the compiled module's cache key, the state),
 `samples.jsonl` (every published snapshot, one a line, appended and flushed
 as taken, by a writer thread so the call loop never waits on the disk) and
-`report.json` at the end. A reload in the TUI continues the folder as a new
+`report.json` at the end, and `calls.json`: the kept call and dispatch samples
+that `gputop compare` tests (rewritten every `SAMPLES_EVERY_S` while calls
+run, and at the end; see core/compare/samples.py). A reload in the TUI continues the folder as a new
 run segment: the manifest keeps its start and lists each segment, samples
 carry their segment number, and `report.json` is the newest segment's.
-This is the only code that writes those three files (and the TUI's mid-run
+This is the only code that writes those files (and the TUI's mid-run
 report exports beside them). The manifest is replaced atomically, lines are
 whole or absent, and a crash, `kill -9` or Ctrl-C leaves every complete line
 readable and the artefacts written so far in place: `gputop report` rebuilds
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gputop.core.compare.samples import CALLS_FILE
 from gputop.core.paths import state_dir
 from gputop.core.snapshot import RunSnapshot, to_json
 from gputop.core.versions import versions
@@ -51,6 +54,7 @@ REPORT = "report.json"
 INDEX = "sessions.jsonl"  # every session ever started, wherever its folder is (--session-dir)
 FORMAT = 1
 FINAL_STATES = ("finished", "stopped", "error", "interrupted")
+SAMPLES_EVERY_S = 10.0  # calls.json is rewritten this often while snapshots come
 WATCHED_EVERY_S = 0.5  # while someone follows the folder live (gputop attach), a thinned record keeps this rate
 
 
@@ -87,6 +91,8 @@ class SessionWriter:
         # Who else takes each snapshot's JSON line (the control socket's live stream): serialised once, here.
         self._line_listener: Callable[[bytes], None] | None = None
         self._line_wanted: Callable[[], bool] = lambda: False
+        self._samples_source: Callable[[], dict[str, Any]] | None = None
+        self._samples_written_at = time.monotonic()
         self.written = 0
         self.last_seq = 0
         self.write_error: str | None = None
@@ -154,6 +160,28 @@ class SessionWriter:
         """
         self._line_listener, self._line_wanted = listener, wanted
 
+    def keep_samples_from(self, source: Callable[[], dict[str, Any]]) -> None:
+        """Where `calls.json` comes from: called on the writer's thread every SAMPLES_EVERY_S, and at the end."""
+        self._samples_source = source
+
+    def write_samples(self, block: dict[str, Any]) -> None:
+        """`calls.json`, replaced whole (compact: twenty thousand numbers need no indentation)."""
+        path = self.folder / CALLS_FILE
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):  # a full disk must not end the run
+            tmp.write_text(json.dumps(block, separators=(",", ":")) + "\n", encoding="utf-8")
+            os.replace(tmp, path)
+
+    def _samples_due(self) -> None:
+        source = self._samples_source
+        if source is None or time.monotonic() - self._samples_written_at < SAMPLES_EVERY_S:
+            return
+        self._samples_written_at = time.monotonic()
+        with contextlib.suppress(Exception):  # the record of samples must never stop the record of snapshots
+            block = source()
+            if block.get("calls") is not None:
+                self.write_samples(block)
+
     def on_snapshot(self, snapshot: RunSnapshot) -> None:
         """Queue the snapshot (the session calls this in publishing order); the writer thread writes it."""
         keep = self._keep(snapshot)
@@ -200,6 +228,7 @@ class SessionWriter:
                 continue
             self.written += 1
             self.last_seq = snapshot.seq
+            self._samples_due()
 
     def _record_block(self, published: int) -> dict[str, Any]:
         """How complete samples.jsonl is: what a report says of its own record."""
@@ -267,6 +296,9 @@ class SessionWriter:
     ) -> dict[str, Any] | None:
         if report is not None:
             report = {**report, "record": self._record_block(published)}
+            samples = report.get("samples")
+            if isinstance(samples, dict) and samples.get("calls") is not None:
+                self.write_samples(samples)
             with contextlib.suppress(OSError):
                 write_json_atomic(self.folder / REPORT, report)
         ended = time.time()

@@ -3,7 +3,7 @@
 This package holds one module per command (`run`, `serve`, `web`, `tui`, ...), the options they
 share (`options`) and the headless runner (`headless`); here they become one parser and one
 entry point. Every path through `run_cli` ends in an exit code from gputop's contract (0 ok,
-2 usage, 3 compile, 4 device unavailable, 5 runtime, 6 check failed, 130/143 interrupted) and,
+2 usage, 3 compile, 4 device unavailable, 5 runtime, 6 check failed, 7 regression, 130/143 interrupted) and,
 on failure, one line on stderr. Tracebacks go to a crash log, never to the user's terminal.
 `main` ends the process with `os._exit` once output is flushed, because IREE's bindings can
 print leak warnings or crash in their own teardown at interpreter exit after a clean run.
@@ -20,7 +20,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gputop.core.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGPIPE, GputopError
-from gputop.tui.cli import affinity, attach, capture_info, devices, profile_info, report, run, serve, sessions, web
+from gputop.tui.cli import (
+    affinity,
+    attach,
+    capture_info,
+    compare,
+    devices,
+    profile_info,
+    report,
+    run,
+    serve,
+    sessions,
+    web,
+)
 from gputop.tui.cli.open import SPEC as OPEN_SPEC
 from gputop.tui.cli.options import Subcommand
 from gputop.tui.cli.tui import build_tui_parser, command_tui
@@ -37,6 +49,7 @@ COMMANDS: tuple[Subcommand, ...] = (
     web.SPEC,
     sessions.SPEC,
     report.SPEC,
+    compare.SPEC,
     OPEN_SPEC,
     attach.SPEC,
     devices.SPEC,
@@ -52,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Watch IREE modules run on GPUs and CPUs: phases, call times, memory, diagnostics.",
         epilog="'gputop [TARGET]' starts the live TUI; 'gputop run TARGET' prints a report; 'gputop sessions' "
         "lists past runs; 'gputop attach SESSION' follows a live one; 'gputop serve TARGET' exports Prometheus "
-        "metrics. Exit codes: 0 ok, 2 usage, 3 compile, 4 device, 5 runtime, 6 check failed, 130/143/129 "
+        "metrics; 'gputop compare A B' compares two runs. Exit codes: 0 ok, 2 usage, 3 compile, 4 device, "
+        "5 runtime, 6 check failed, 7 regression (--fail-above), 130/143/129 "
         "interrupted.",
     )
     sub = parser.add_subparsers(dest="command")

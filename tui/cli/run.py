@@ -1,7 +1,8 @@
 """`gputop run TARGET`: one counted run, headless, then its report on stdout (and as JSON with --json).
 
 The command for scripts and CI: the run's options are the shared ones (see `options`), plus the
-report's destination, a RenderDoc capture and a profile pass; `headless` drives the session.
+report's destination, a RenderDoc capture, a profile pass and a baseline to compare with (exit 7 when
+`--fail-above` finds a regression); `headless` drives the session.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import sys
 
 from gputop.core.run.host import RunHost
+from gputop.tui.cli.compare import add_gate_arguments, baseline_gate, judge_run
 from gputop.tui.cli.headless import drive, ending
 from gputop.tui.cli.options import Subcommand, add_run_options, config_from, write_json
 
@@ -34,12 +36,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="after the steady calls, profile as many calls for per-dispatch device times",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="SESSION",
+        help="compare this run with a recorded one (a session or a gputop run --json report) at its end",
+    )
+    add_gate_arguments(parser)
 
 
 def command_run(args: argparse.Namespace) -> int:
     # imported here: report_text (~5 ms) only formats output, and `gputop --help` need not load it
     from gputop.tui.report_text import run_report
 
+    baseline = baseline_gate(args)  # read before the run: a missing baseline costs no run
     host = RunHost(config_from(args, args.iterations))
     stop_code = drive(host, progress=not args.quiet)
     session = host.session
@@ -51,7 +60,10 @@ def command_run(args: argparse.Namespace) -> int:
         print(f"session   {report['session_dir']}", file=text_stream, flush=True)
     else:
         print(run_report(report), file=text_stream, flush=True)
-    return ending(session, stop_code)
+    code = ending(session, stop_code)
+    if baseline is not None and code == 0:
+        return judge_run(baseline, report, stream=text_stream)
+    return code
 
 
 SPEC = Subcommand(

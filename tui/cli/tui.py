@@ -12,7 +12,7 @@ from gputop.core.paths import new_session_dir
 from gputop.core.serving.access import load_token
 from gputop.tui.cli.options import add_run_options, config_from
 
-__all__ = ["build_tui_parser", "command_tui"]
+__all__ = ["build_tui_parser", "command_tui", "without_baseline"]
 
 
 def build_tui_parser() -> argparse.ArgumentParser:
@@ -21,7 +21,27 @@ def build_tui_parser() -> argparse.ArgumentParser:
         description="Start the live TUI on TARGET (default demo:mlp). Other commands: gputop run, gputop devices.",
     )
     add_run_options(parser, "tui")
+    parser.add_argument(
+        "--baseline",
+        metavar="SESSION",
+        help="compare with a recorded run (a session or a gputop run --json report): the Run pane, the Kernels "
+        "table's vs base column and the Timeline show it (b picks one of this target's past sessions)",
+    )
     return parser
+
+
+def without_baseline(argv: list[str]) -> list[str]:
+    """The engine's arguments: the TUI's own, less --baseline (the viewer holds the baseline, not the engine)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--baseline":
+            skip = True
+        elif not arg.startswith("--baseline="):
+            out.append(arg)
+    return out
 
 
 def command_tui(argv: list[str]) -> int:
@@ -34,7 +54,12 @@ def command_tui(argv: list[str]) -> int:
     config = config_from(args, None)
     load_token(args.token)  # a token file that cannot be read is this command's error, not the engine's
     folder = args.session_dir or new_session_dir(label=config.target_info.label)
-    engine = list(argv)
+    baseline = None
+    if args.baseline is not None:
+        from gputop.tui.bridge import load_baseline  # the store and the comparison: read before the screen
+
+        baseline = load_baseline(args.baseline)
+    engine = without_baseline(argv)
     if args.metrics_port is None:
         engine += ["--metrics-port", "0"]  # serve needs one: any free port on 127.0.0.1, nobody is told
     if args.profile_every is None:
@@ -42,4 +67,4 @@ def command_tui(argv: list[str]) -> int:
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it
     from gputop.tui.app import run_engine_app
 
-    return run_engine_app(engine, folder, announce=args.metrics_port is not None)
+    return run_engine_app(engine, folder, announce=args.metrics_port is not None, baseline=baseline)

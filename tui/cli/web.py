@@ -16,7 +16,7 @@ from gputop.core.paths import new_session_dir
 from gputop.core.serving.access import exposure_warning, load_token, url_host
 from gputop.tui.cli.attach import must_be_live
 from gputop.tui.cli.options import Subcommand, add_token_option, config_from
-from gputop.tui.cli.tui import build_tui_parser
+from gputop.tui.cli.tui import build_tui_parser, without_baseline
 
 __all__ = ["SPEC", "add_arguments", "add_own_options", "command_web", "take_web_options"]
 
@@ -68,7 +68,7 @@ def command_web(args: argparse.Namespace) -> int:
         tui = build_tui_parser().parse_args(tui_args)
         config = config_from(tui, None)  # bad options fail here, once, before anything starts
         folder = tui.session_dir or new_session_dir(label=config.target_info.label)
-        engine = [sys.executable, "-m", "gputop.tui", "serve", *tui_args]
+        engine = [sys.executable, "-m", "gputop.tui", "serve", *without_baseline(tui_args)]
         if tui.session_dir is None:
             engine += ["--session-dir", str(folder)]
         if tui.metrics_port is None:

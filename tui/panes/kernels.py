@@ -5,7 +5,9 @@ around asynchronous work; until a profile has been taken the pane says how
 to get one rather than showing guesses. Each row carries the rate the kernel
 achieved (from FLOPs and bytes counted in its IR) and its share of the ceiling
 that bounds it; above the table are the pass's clock and the device's peaks,
-and a warning when the clock makes the times misleading.
+and a warning when the clock makes the times misleading. With a baseline
+(`b`, `--baseline`), a `vs base` column gives each kernel's p50 change
+against the baseline's (`-31%`, or `~` within the baseline's own spread).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from gputop.tui.bridge import (
     RATE,
     TIME_US,
     KernelTiming,
+    LiveBaseline,
     ProfileSummary,
     RunSnapshot,
     column,
@@ -32,7 +35,7 @@ from gputop.tui.bridge import limits_line as limits_text
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 
-__all__ = ["KernelsPane", "without_function"]
+__all__ = ["KernelsPane", "vs_base", "without_function"]
 
 NAME_WIDTH = 22
 # What a row is for first (which kernel, how often, how long, its share); its spread and efficiency
@@ -44,6 +47,7 @@ COLUMNS = (
     Column("min", 2),
     Column("max", 2),
     Column("share", 1),
+    Column("vs base", -1),  # shown (priority 1) only while there is a baseline
     Column("p50", 5),
     Column("%peak", 3),
     Column("bound", 3),
@@ -102,12 +106,23 @@ class KernelsPane(BoxPane):
         note = clock_warning(profile)
         warning.display = note is not None
         show_text(warning, f"⚠ {note}" if note else "")
-        rows, labels = kernel_rows(profile.kernels, snapshot.function or "")
-        self.query_one("#kernels-table", KeyedTable).sync(rows, labels)
+        baseline: LiveBaseline | None = getattr(self.app, "baseline", None)
+        rows, labels = kernel_rows(profile.kernels, snapshot.function or "", baseline)
+        self.query_one("#kernels-table", KeyedTable).sync(rows, labels, {"vs base": 1 if baseline else -1})
+
+
+def vs_base(kernel: KernelTiming, baseline: LiveBaseline | None) -> str:
+    """The kernel's p50 against the baseline's: `-31%`, `~`, or `-` where the baseline has no such kernel."""
+    if baseline is None:
+        return ""
+    change = baseline.kernel_change(kernel.name, kernel.p50_us)
+    if change is None or change.change is None:
+        return "-"
+    return f"{change.change * 100:+.0f}%" if change.significant else "~"
 
 
 def kernel_rows(
-    kernels: tuple[KernelTiming, ...], function: str = ""
+    kernels: tuple[KernelTiming, ...], function: str = "", baseline: LiveBaseline | None = None
 ) -> tuple[dict[str, tuple[str | Text, ...]], dict[str, str]]:
     """A row per kernel (every column) and the headers, each numeric column in its one unit."""
     labels: dict[str, str] = {}
@@ -129,6 +144,7 @@ def kernel_rows(
             numeric["min"][index],
             numeric["max"][index],
             percent(kernel.share * 100),
+            vs_base(kernel, baseline),
             numeric["p50"][index],
             percent_of_bound(kernel),
             kernel.bound or "-",

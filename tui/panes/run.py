@@ -4,10 +4,13 @@ Phases (compile, load, parameters, context, first call, teardown) answer
 "where did my start-up go?"; calls/s, p50 and p95 of the synced call time and
 a sparkline of recent calls answer "is it steady, and is it fast?". The
 rate is the last few seconds' while the run goes (a pause shows as `paused`,
-not as a falling average), and the whole run's once it has ended.
+not as a falling average), and the whole run's once it has ended. With a
+baseline (`b`, `--baseline`), a line says how the recent calls compare with it.
 """
 
 from __future__ import annotations
+
+import time
 
 from rich.console import Group
 from rich.table import Table
@@ -15,11 +18,25 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
-from gputop.tui.bridge import RunSnapshot, ms, seconds
+from gputop.tui.bridge import LiveBaseline, RunSnapshot, ms, seconds
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.report_text import PHASES, parameters_progress
 
-__all__ = ["RunPane"]
+__all__ = ["RunPane", "baseline_line"]
+
+BASELINE_EVERY_S = 1.0  # the test against the baseline is redone at most this often
+
+
+def baseline_line(baseline: LiveBaseline, snapshot: RunSnapshot) -> str:
+    """`vs base p50 -12.3% [-14.0%, -10.1%]` (a real change), `vs base ~ (+0.8%)`, and whose run it is."""
+    change = baseline.calls_change(snapshot.calls.recent_ms)
+    if change.change is None:
+        return f"vs base {baseline.label}: no calls yet"
+    if not change.tested:
+        return f"vs base p50 {change.change * 100:+.1f}% (untested: no kept samples)\n  {baseline.label}"
+    mark = f"{change.mark} ({change.change * 100:+.1f}%)" if change.mark == "~" else change.mark
+    interval = f" [{(change.low or 0) * 100:+.1f}%, {(change.high or 0) * 100:+.1f}%]" if change.significant else ""
+    return f"vs base p50 {mark}{interval}, base {ms(change.a)}\n  {baseline.label}"
 
 
 def call_rate(snapshot: RunSnapshot) -> str:
@@ -43,6 +60,10 @@ class RunPane(BoxPane):
     RunPane #run-calls { height: auto; }
     RunPane Sparkline { height: 2; margin-top: 1; }
     """
+
+    _baseline_text = ""
+    _baseline_at = 0.0
+    _baseline_of: object = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="run-phases")
@@ -78,5 +99,12 @@ class RunPane(BoxPane):
         if snapshot.enqueue is not None and snapshot.enqueue.count:
             # OpenCL: what a naive host timer would have shown.
             text += f"\nenqueue returns after p50 {ms(snapshot.enqueue.p50_ms)} (not synced)"
+        baseline: LiveBaseline | None = getattr(self.app, "baseline", None)
+        if baseline is not None and calls.count:
+            now = time.monotonic()
+            if baseline is not self._baseline_of or now - self._baseline_at >= BASELINE_EVERY_S:
+                self._baseline_text = baseline_line(baseline, snapshot)
+                self._baseline_at, self._baseline_of = now, baseline
+            text += "\n" + self._baseline_text
         show_text(self.query_one("#run-calls", Static), text)
         self.query_one("#run-sparkline", Sparkline).data = list(calls.recent_ms)

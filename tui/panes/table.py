@@ -22,7 +22,10 @@ __all__ = ["Column", "KeyedTable", "text_width"]
 
 
 class Column(NamedTuple):
-    """A column's key and how much it matters: 0 always shows; higher numbers go first when room is short."""
+    """A column's key and how much it matters: 0 always shows; higher numbers go first when room is short.
+
+    A negative priority hides the column until `sync` gives it another (the Kernels table's `vs base`).
+    """
 
     name: str
     priority: int = 0
@@ -39,13 +42,18 @@ class KeyedTable(DataTable[object]):
 
     def __init__(self, columns: Sequence[str | Column], *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
-        self.columns_all = tuple(c if isinstance(c, Column) else Column(c) for c in columns)
-        self._position = {c.name: i for i, c in enumerate(self.columns_all)}  # a column's place in a row's cells
-        self._labels: dict[str, str] = {c.name: c.name for c in self.columns_all}
-        self._priorities: dict[str, int] = {c.name: c.priority for c in self.columns_all}
+        self._declared = tuple(c if isinstance(c, Column) else Column(c) for c in columns)
+        self._position = {c.name: i for i, c in enumerate(self._declared)}  # a column's place in a row's cells
+        self._labels: dict[str, str] = {c.name: c.name for c in self._declared}
+        self._priorities: dict[str, int] = {c.name: c.priority for c in self._declared}
         self._rows: dict[str, tuple[object, ...]] = {}  # every column's cell, shown or not
         self.shown: tuple[str, ...] = ()  # the columns on screen now
         self._shown_labels: tuple[str, ...] = ()
+
+    @property
+    def columns_all(self) -> tuple[Column, ...]:
+        """The columns that may show now (a negative priority keeps one out), in declared order."""
+        return tuple(c for c in self._declared if self._priorities[c.name] >= 0)
 
     def on_mount(self) -> None:
         self._refit()
@@ -57,14 +65,15 @@ class KeyedTable(DataTable[object]):
         """The columns that fit in `width` cells, dropping the lowest priority first (declared order kept)."""
         pad = 2 * self.cell_padding
         widths = {}
-        for index, col in enumerate(self.columns_all):
+        for col in self.columns_all:
+            index = self._position[col.name]
             cells = [text_width(row[index]) for row in self._rows.values()]
             widths[col.name] = max([cell_len(self._labels[col.name]), *cells]) + pad
-        kept = list(self.columns_all)
         priority = self._priorities
+        kept = list(self.columns_all)
         if width > 0:
-            while sum(widths[c.name] for c in kept) > width and any(priority[c.name] for c in kept):
-                drop = max((c for c in kept if priority[c.name]), key=lambda c: (priority[c.name], kept.index(c)))
+            while sum(widths[c.name] for c in kept) > width and any(priority[c.name] > 0 for c in kept):
+                drop = max((c for c in kept if priority[c.name] > 0), key=lambda c: (priority[c.name], kept.index(c)))
                 kept.remove(drop)
         return tuple(c.name for c in kept)
 
@@ -133,7 +142,7 @@ class KeyedTable(DataTable[object]):
 
     def row_cells(self, key: str) -> dict[str, object]:
         """Every column's cell of row `key`, shown or not, by column name."""
-        return {c.name: cell for c, cell in zip(self.columns_all, self._rows[key], strict=True)}
+        return {c.name: cell for c, cell in zip(self._declared, self._rows[key], strict=True)}
 
     @property
     def row_keys(self) -> list[str]:

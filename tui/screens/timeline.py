@@ -7,8 +7,9 @@ each cell coloured and lettered by what dominated it (host work, a pending
 queue operation or allocation, a dispatch running, the device idle inside a
 submission, the wait for the host to return), with the totals beside it: the
 parts add up to the call's synced wall time, and what the records cannot see
-is shown as unaccounted rather than folded into a neighbour. It redraws on
-every profile pass and fits 80 columns.
+is shown as unaccounted rather than folded into a neighbour. With a baseline
+(`b`, `--baseline`), the baseline's median call is drawn under the live one
+on the same time axis. It redraws on every profile pass and fits 80 columns.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop.tui.bridge import CallBreakdown, CallSegment, RunSnapshot, ms_fixed, percent
+from gputop.tui.bridge import CallBreakdown, CallSegment, LiveBaseline, RunSnapshot, ms_fixed, percent
 
 __all__ = [
     "KINDS",
     "TimelineScreen",
     "TimelineView",
+    "baseline_segments",
     "largest_segments",
     "largest_table",
     "render_timeline",
@@ -107,8 +109,29 @@ def largest_segments(segments: tuple[CallSegment, ...], count: int = 5) -> list[
     return sorted(segments, key=lambda s: -s.duration_ms)[:count]
 
 
-def render_timeline(snapshot: RunSnapshot, width: int) -> Group | Text:
-    """The whole view for one snapshot, `width` columns wide."""
+def baseline_segments(baseline: LiveBaseline | None) -> tuple[CallSegment, ...]:
+    """The baseline's median call, segment by segment (none where its report has no call breakdown)."""
+    if baseline is None:
+        return ()
+    segments = []
+    for row in baseline.median_call:
+        try:
+            segments.append(
+                CallSegment(
+                    kind=str(row["kind"]),
+                    name=str(row.get("name", "")),
+                    device=row.get("device"),
+                    start_ms=float(row["start_ms"]),
+                    duration_ms=float(row["duration_ms"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return tuple(segments)
+
+
+def render_timeline(snapshot: RunSnapshot, width: int, baseline: LiveBaseline | None = None) -> Group | Text:
+    """The whole view for one snapshot, `width` columns wide (with the baseline's median call under it)."""
     profile = snapshot.profile
     if snapshot.profiling and (profile is None or profile.call_breakdown is None):
         return Text("profiling... the timeline appears when the pass ends")
@@ -120,6 +143,9 @@ def render_timeline(snapshot: RunSnapshot, width: int) -> Group | Text:
     strip_width = max(10, width - LABEL_WIDTH - 1)
     # The strip is the median call's own length; the totals are the mean over the pass's calls.
     median_ms = sum(segment.duration_ms for segment in breakdown.median_call)
+    base = baseline_segments(baseline)
+    base_ms = sum(segment.duration_ms for segment in base)
+    axis_ms = max(median_ms, base_ms)  # one time axis for both calls
     lines: list[Text | Table] = [
         Text.assemble(
             ("median call ", "bold"),
@@ -127,15 +153,26 @@ def render_timeline(snapshot: RunSnapshot, width: int) -> Group | Text:
             f"kernels {ms_fixed(breakdown.kernel_ms)})",
         ),
         Text(
-            f"{'':{LABEL_WIDTH}}0 ms{'':{max(0, strip_width - 15)}}{ms_fixed(median_ms):>11}",
+            f"{'':{LABEL_WIDTH}}0 ms{'':{max(0, strip_width - 15)}}{ms_fixed(axis_ms):>11}",
             style="dim",
             no_wrap=True,
             overflow="crop",
         ),
     ]
-    for name, strip in strip_rows(breakdown.median_call, median_ms, strip_width):
+    for name, strip in strip_rows(breakdown.median_call, axis_ms, strip_width):
         label = Text(f"{name[: LABEL_WIDTH - 1]:<{LABEL_WIDTH}}", style="bold", no_wrap=True)
         lines.append(Text.assemble(label, strip))
+    if baseline is not None and base:
+        change = f" ({(median_ms / base_ms - 1) * 100:+.1f}% live)" if base_ms > 0 else ""
+        lines.append(
+            Text(f"baseline median call {ms_fixed(base_ms)}{change}: {baseline.label}", style="dim", no_wrap=True,
+                 overflow="ellipsis")
+        )  # fmt: skip
+        for name, strip in strip_rows(base, axis_ms, strip_width):
+            label = Text(f"{('base ' + name)[: LABEL_WIDTH - 1]:<{LABEL_WIDTH}}", style="dim", no_wrap=True)
+            lines.append(Text.assemble(label, strip))
+    elif baseline is not None:
+        lines.append(Text(f"baseline {baseline.label}: no call breakdown recorded", style="dim"))
     lines.append(Text(""))
     lines.append(Text("mean per call over the pass:", style="dim"))
     if width >= 100:
@@ -161,12 +198,12 @@ class TimelineView(Static):
 
     def show(self, snapshot: RunSnapshot) -> None:
         self._snapshot = snapshot
-        self.update(render_timeline(snapshot, max(40, self.size.width or 78)))
+        self.update(render_timeline(snapshot, max(40, self.size.width or 78), getattr(self.app, "baseline", None)))
 
     def on_resize(self) -> None:
         snapshot = getattr(self, "_snapshot", None)
         if snapshot is not None:
-            self.update(render_timeline(snapshot, max(40, self.size.width)))
+            self.update(render_timeline(snapshot, max(40, self.size.width), getattr(self.app, "baseline", None)))
 
 
 class TimelineScreen(ModalScreen[None]):

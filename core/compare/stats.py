@@ -1,0 +1,190 @@
+"""The small statistics a comparison of two runs needs, written with NumPy alone.
+
+`gputop compare` must tell a real change from the noise of a shared machine,
+as benchstat and Google Benchmark's compare.py do: a Mann-Whitney U test over
+the samples of each side (no assumption about their distribution, which for
+call times is skewed and has long tails) and a bootstrap confidence interval
+of the relative change of a statistic (p50, p95 or mean). SciPy would bring
+~100 MB for two functions; these are checked against SciPy's own documented
+example (tests/test_compare.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "BLOCKS",
+    "BOOTSTRAP_RESAMPLES",
+    "MannWhitney",
+    "block_statistics",
+    "bootstrap_change",
+    "mann_whitney_u",
+    "statistic",
+]
+
+BOOTSTRAP_RESAMPLES = 1000
+EXACT_MAX = 8  # both sides this small and no ties: the exact distribution of U, as SciPy's method="auto"
+BLOCKS = 10  # consecutive blocks per side: the unit the tests count (see bootstrap_change)
+BOOTSTRAP_MAX_N = 4000  # a side larger than this is bootstrapped from a uniform subsample of this size (wider CI)
+
+
+@dataclass(frozen=True)
+class MannWhitney:
+    """The U statistic of the first sample and the two-sided p value, and how it was computed."""
+
+    u: float
+    p: float
+    method: str  # exact | asymptotic
+
+
+def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average ranks (1-based; ties share their mean rank) and the sizes of the tie groups."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    # Group starts: where the sorted value changes.
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    sizes = np.diff(np.r_[starts, len(ordered)])
+    mean_rank = starts + (sizes + 1) / 2.0  # the mean of ranks start+1 .. start+size
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = np.repeat(mean_rank, sizes)
+    return ranks, sizes
+
+
+def _exact_p(u: float, n1: int, n2: int) -> float:
+    """Two-sided exact p value of U for samples without ties: counts of U over all rank arrangements."""
+    # counts[k][j] = arrangements of k items of the first sample among k + j with U = index (the classic recurrence).
+    total = n1 * n2
+    table: dict[tuple[int, int], np.ndarray] = {}
+
+    def counts(a: int, b: int) -> np.ndarray:
+        key = (a, b)
+        if key not in table:
+            out = np.zeros(total + 1, dtype=np.float64)
+            if a == 0 or b == 0:
+                out[0] = 1.0
+            else:
+                out += np.r_[np.zeros(b), counts(a - 1, b)[: total + 1 - b]]  # the largest is from sample 1
+                out += counts(a, b - 1)
+            table[key] = out
+        return table[key]
+
+    dist = counts(n1, n2)
+    dist = dist / dist.sum()
+    low = min(u, total - u)
+    p = 2.0 * float(dist[: math.floor(low) + 1].sum())
+    return min(1.0, p)
+
+
+def mann_whitney_u(a: np.ndarray, b: np.ndarray, *, continuity: bool = True, method: str = "auto") -> MannWhitney:
+    """Two-sided Mann-Whitney U test; U is the first sample's, as SciPy's `mannwhitneyu` reports it.
+
+    `method="auto"` takes the exact distribution when both samples have at most
+    EXACT_MAX values and no ties, else the normal approximation with the tie
+    correction (and the continuity correction unless `continuity` is False).
+    """
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    n1, n2 = len(x), len(y)
+    if n1 == 0 or n2 == 0:
+        raise ValueError("Mann-Whitney U needs samples on both sides")
+    ranks, ties = _ranks(np.concatenate((x, y)))
+    u = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2.0)
+    has_ties = bool((ties > 1).any())
+    if method == "exact" or (method == "auto" and max(n1, n2) <= EXACT_MAX and not has_ties):
+        return MannWhitney(u, _exact_p(u, n1, n2), "exact")
+    n = n1 + n2
+    mean = n1 * n2 / 2.0
+    tie_term = float((ties.astype(np.float64) ** 3 - ties).sum())
+    variance = n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1))) if n > 1 else 0.0
+    if variance <= 0:  # every value equal: nothing tells the samples apart
+        return MannWhitney(u, 1.0, "asymptotic")
+    distance = abs(u - mean) - (0.5 if continuity else 0.0)
+    z = max(distance, 0.0) / math.sqrt(variance)
+    return MannWhitney(u, min(1.0, math.erfc(z / math.sqrt(2.0))), "asymptotic")
+
+
+def statistic(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The statistic `name` (p50, p95, mean) of each row of a 2-D array."""
+    if name == "mean":
+        return lambda rows: rows.mean(axis=-1)
+    if name in ("p50", "p95"):
+        q = 50.0 if name == "p50" else 95.0
+        return lambda rows: np.percentile(rows, q, axis=-1)
+    raise ValueError(f"unknown statistic {name!r}: p50, p95 or mean")
+
+
+def _blocks(values: np.ndarray, blocks: int, rng: np.random.Generator) -> np.ndarray:
+    """`values` in time order as a (blocks, m) array of consecutive stretches (at most BOOTSTRAP_MAX_N in all)."""
+    m = len(values) // blocks
+    rows = values[: m * blocks].reshape(blocks, m)
+    keep = BOOTSTRAP_MAX_N // blocks
+    if m > keep:  # each block thinned to a uniform subsample of itself
+        rows = np.take_along_axis(rows, np.sort(rng.random((blocks, m)).argsort(axis=1)[:, :keep], axis=1), axis=1)
+    return rows
+
+
+def block_statistics(values: np.ndarray, stat: str, blocks: int = BLOCKS) -> np.ndarray:
+    """The statistic of each of `blocks` consecutive stretches of `values` (time order)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    m = len(x) // blocks
+    return statistic(stat)(x[: m * blocks].reshape(blocks, m))
+
+
+def bootstrap_change(
+    a: np.ndarray,
+    b: np.ndarray,
+    stat: str = "p50",
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    blocks: int = 0,
+) -> tuple[float, float, float]:
+    """(change, low, high): B's statistic over A's, minus 1, and its percentile bootstrap interval.
+
+    Each side is resampled with replacement on its own (the runs are
+    independent); the interval is the central `level` of the resampled
+    changes. With `blocks`, the samples are taken as a time series and
+    resampled as that many consecutive stretches. Seeded, so the same two
+    runs always give the same interval.
+    """
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    fn = statistic(stat)
+    base = float(fn(x[None, :])[0])
+    if base <= 0:
+        raise ValueError("the baseline's statistic is not positive")
+    change = float(fn(y[None, :])[0]) / base - 1.0
+    rng = np.random.default_rng(seed)
+    if blocks and len(x) >= 2 * blocks and len(y) >= 2 * blocks:
+        # A block bootstrap: samples in time order are not independent (the machine's load, the GPU's clock
+        # drift over seconds), so whole stretches are resampled and a run that wandered gets a wide interval.
+        bx, by = _blocks(x, blocks, rng), _blocks(y, blocks, rng)
+        changes = np.empty(resamples, dtype=np.float64)
+        for start in range(resamples):
+            xa = fn(bx[rng.integers(0, blocks, blocks)].reshape(1, -1))[0]
+            yb = fn(by[rng.integers(0, blocks, blocks)].reshape(1, -1))[0]
+            changes[start] = yb / xa - 1.0 if xa > 0 else np.nan
+        tail = (1.0 - level) / 2.0 * 100.0
+        low, high = np.nanpercentile(changes, [tail, 100.0 - tail])
+        return change, float(low), float(high)
+    if len(x) > BOOTSTRAP_MAX_N:
+        x = rng.choice(x, BOOTSTRAP_MAX_N, replace=False)
+    if len(y) > BOOTSTRAP_MAX_N:
+        y = rng.choice(y, BOOTSTRAP_MAX_N, replace=False)
+    changes = np.empty(resamples, dtype=np.float64)
+    chunk = max(1, 200_000 // max(len(x), len(y)))  # rows per batch: a few MB at most
+    for start in range(0, resamples, chunk):
+        rows = min(chunk, resamples - start)
+        xa = fn(x[rng.integers(0, len(x), size=(rows, len(x)))])
+        yb = fn(y[rng.integers(0, len(y), size=(rows, len(y)))])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            changes[start : start + rows] = yb / xa - 1.0
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.nanpercentile(changes, [tail, 100.0 - tail])
+    return change, float(low), float(high)
