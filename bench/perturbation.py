@@ -169,7 +169,9 @@ def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, e
             wait_running(folder)
         else:
             engine = subprocess.Popen(
-                [*GPUTOP, "serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--quiet"],
+                # As the TUI starts its engine: no periodic profile passes (serve's default takes one at once).
+                [*GPUTOP, "serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--profile-every", "0",
+                 "--quiet"],  # fmt: skip
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -4,8 +4,8 @@
 # alternating rounds, with one profile pass per way (the call breakdowns compared); then bench/run_overhead.py
 # puts headless `gputop run` beside iree-benchmark-module on CUDA (p50 and p95).
 #   carry: .whl .whl-cuda .gl .device     then:  bash bench/gpu/issue27.sh PART
-# PART: mm2 (the two-matmul module, cuda then vulkan), mlp (demo:mlp, cuda then vulkan), vulkan-mm2 / vulkan-mlp
-# (Vulkan alone, for more rounds), tool (run_overhead).
+# PART: mm2 (the two-matmul module, cuda then vulkan), mlp (demo:mlp, cuda then vulkan), DEVICE-MODULE
+# (one device alone, e.g. vulkan-mlp, for more rounds), tool (run_overhead).
 # Needs .device/perturb/ (compiled on the CPU machine; see its README.txt). Results: $OUT/issue27-PART/.
 set -u
 cd "$(dirname "$0")/../.."
@@ -34,8 +34,8 @@ case $PART in
     perturb "$PART" cuda
     perturb "$PART" vulkan
     ;;
-  vulkan-*)
-    perturb "${PART#vulkan-}" vulkan
+  vulkan-*|cuda-*)
+    perturb "${PART#*-}" "${PART%%-*}"
     ;;
   tool)
     for module in mm2 mlp; do
