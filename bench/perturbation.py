@@ -168,10 +168,10 @@ def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, e
             term = Terminal([*GPUTOP, *run_args, "--session-dir", str(folder)], args.size, viewer_env)
             wait_running(folder)
         else:
+            # As the TUI starts its engine: no periodic profile passes (serve's default takes one at once).
+            serve = ["serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--profile-every", "0"]
             engine = subprocess.Popen(
-                # As the TUI starts its engine: no periodic profile passes (serve's default takes one at once).
-                [*GPUTOP, "serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--profile-every", "0",
-                 "--quiet"],  # fmt: skip
+                [*GPUTOP, *serve, "--quiet"],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
