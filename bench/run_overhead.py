@@ -79,8 +79,14 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=100, help="calls per round")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of each tool")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--python-default-switch-interval",
+        action="store_true",
+        help="keep Python's 5 ms switch interval (gputop's engine processes use 0.2 ms): the before of issue 27",
+    )
     args = parser.parse_args()
-    tune_interpreter_for_calls()  # as `gputop run` does: this process makes the calls
+    if not args.python_default_switch_interval:
+        tune_interpreter_for_calls()  # as `gputop run` does: this process makes the calls
     target = args.vmfb or f"demo:{args.demo}"
     config = RunConfig(
         target=target, device=args.device, iterations=args.iterations, function=args.function,
