@@ -51,6 +51,8 @@ demo: setup
 bench: setup
 	mkdir -p bench/results
 	$(PY) bench/run_overhead.py --demo mlp --device local-task --iterations 100 --json bench/results/cpu-run_overhead.json
+	$(PY) bench/run_overhead.py --demo mlp --device local-sync --iterations 100 --json bench/results/cpu-run_overhead-local-sync.json
+	$(PY) bench/perturbation.py --target demo:mlp --device local-task --seconds 15 --rounds 3 --json bench/results/cpu-perturbation.json
 	$(PY) bench/ui_lag.py --device local-task --seconds 20 --json bench/results/cpu-ui_lag.json
 	$(PY) bench/profile_overhead.py --device local-task --rounds 3 --calls 30 --json bench/results/cpu-profile_overhead.json
 	$(PY) bench/startup.py --device local-task --json bench/results/cpu-startup.json
