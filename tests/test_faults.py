@@ -12,9 +12,12 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -415,3 +418,76 @@ def test_half_open_connections_cost_no_threads_and_a_scrape_still_answers() -> N
             connection.close()
         server.stop()
     poll(lambda: threading.active_count() <= before, timeout=30)
+
+
+# --- mounts: a read-only or a tiny tmpfs, made for the test and always taken away ------------------------
+
+
+@contextmanager
+def _tmpfs(folder: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted on `folder` with `options` (`ro,size=1m`, `size=2m`); the test is skipped where it cannot be.
+
+    chmod 0555 does not stop root, so a read-only or a full folder has to be a real filesystem.
+    """
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    folder.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True, check=False
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        for _ in range(50):  # a child that has only just exited may still hold it for a moment
+            if subprocess.run(["umount", str(folder)], capture_output=True, check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+        assert not os.path.ismount(folder)
+
+
+# --- 7. the crash log is the user's own ---------------------------------------------------------------
+
+
+def _internal_error_report(folder: Path) -> Path:
+    """A report file whose `kernels` is a number: `gputop compare` meets a value it does not expect."""
+    report = folder / "odd-report.json"
+    report.write_text(json.dumps({"target": "t", "calls": {"count": 5, "p50_ms": 1.0}, "kernels": 3}))
+    return report
+
+
+def test_an_internal_error_beside_a_foreign_crash_log_is_one_line(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    foreign = tmpdir / "gputop-crash.log"  # where every user's tracebacks went, left there by another user
+    foreign.write_text("someone else's\n")
+    foreign.chmod(0o600)
+    os.chown(foreign, 65534, 65534)
+    report = _internal_error_report(tmp_path)
+    state = tmp_path / "state"
+    proc = run_gputop("compare", str(report), str(report), env={"TMPDIR": str(tmpdir), "GPUTOP_STATE_DIR": str(state)})
+    assert proc.returncode == 5, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    [line] = proc.stderr.splitlines()
+    log = state / "crash.log"
+    assert line.startswith("gputop: internal error:") and f"(traceback in {log})" in line, line
+    assert "Traceback" in log.read_text() and "_kernel_rows" in log.read_text()
+    assert log.stat().st_mode & 0o777 == 0o600 and log.stat().st_uid == os.geteuid()
+    assert foreign.read_text() == "someone else's\n"
+
+
+def test_an_internal_error_with_nowhere_to_write_is_still_one_line(tmp_path: Path) -> None:
+    report = _internal_error_report(tmp_path)
+    with _tmpfs(tmp_path / "ro-state", "ro,size=1m") as state:
+        proc = run_gputop(
+            "compare", str(report), str(report), env={"TMPDIR": str(state), "GPUTOP_STATE_DIR": str(state)}
+        )
+    assert proc.returncode == 5, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("gputop: internal error:") and "no crash log could be written" in line, line

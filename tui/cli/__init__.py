@@ -4,7 +4,9 @@ This package holds one module per command (`run`, `serve`, `web`, `tui`, ...), t
 share (`options`) and the headless runner (`headless`); here they become one parser and one
 entry point. Every path through `run_cli` ends in an exit code from gputop's contract (0 ok,
 2 usage, 3 compile, 4 device unavailable, 5 runtime, 6 check failed, 7 regression, 130/143 interrupted) and,
-on failure, one line on stderr. Tracebacks go to a crash log, never to the user's terminal.
+on failure, one line on stderr. Tracebacks go to a crash log in the user's own state or session
+folder (`gputop.core.paths.write_crash_log`), never to the user's terminal; where none can be
+written, the one line still comes, without a path.
 `main` ends the process with `os._exit` once output is flushed, because IREE's bindings can
 print leak warnings or crash in their own teardown at interpreter exit after a clean run.
 """
@@ -17,9 +19,9 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 
 from gputop.core.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGPIPE, GputopError
+from gputop.core.paths import write_crash_log
 from gputop.tui.cli import (
     affinity,
     attach,
@@ -37,7 +39,16 @@ from gputop.tui.cli.open import SPEC as OPEN_SPEC
 from gputop.tui.cli.options import Subcommand
 from gputop.tui.cli.tui import build_tui_parser, command_tui
 
-__all__ = ["COMMANDS", "SUBCOMMANDS", "build_parser", "build_tui_parser", "main", "reader_left", "run_cli"]
+__all__ = [
+    "COMMANDS",
+    "SUBCOMMANDS",
+    "build_parser",
+    "build_tui_parser",
+    "internal_error",
+    "main",
+    "reader_left",
+    "run_cli",
+]
 
 # Every `gputop COMMAND`, in the order `gputop --help` lists them.
 COMMANDS: tuple[Subcommand, ...] = (
@@ -101,11 +112,20 @@ def run_cli(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_OK
     except Exception as exc:
-        log = Path(os.environ.get("TMPDIR", "/tmp")) / "gputop-crash.log"
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(traceback.format_exc())
-        print(f"gputop: internal error: {exc} (traceback in {log})", file=sys.stderr)
-        return EXIT_RUNTIME
+        return internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> int:
+    """An error gputop did not expect: its traceback to the crash log, one line to stderr, exit 5."""
+    # Nothing here may raise: a second traceback on the user's terminal is what this is for avoiding.
+    try:
+        log = write_crash_log(traceback.format_exc())
+    except Exception:
+        log = None
+    where = f" (traceback in {log})" if log is not None else " (no crash log could be written)"
+    with contextlib.suppress(Exception):
+        print(f"gputop: internal error: {exc}{where}", file=sys.stderr)
+    return EXIT_RUNTIME
 
 
 def reader_left() -> int:
