@@ -7,6 +7,7 @@ and goes on, and that nothing it started is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -491,3 +492,67 @@ def test_an_internal_error_with_nowhere_to_write_is_still_one_line(tmp_path: Pat
     assert "Traceback" not in proc.stderr
     [line] = proc.stderr.splitlines()
     assert line.startswith("gputop: internal error:") and "no crash log could be written" in line, line
+
+
+# --- 2. a state folder, cache or HOME that cannot be written -------------------------------------------
+
+_HINT = "set GPUTOP_STATE_DIR to a writable folder"
+
+
+def _fill(path: Path) -> None:
+    """Write zeros to `path` until its disk is full."""
+    with open(path, "wb", buffering=0) as filler, contextlib.suppress(OSError):
+        while True:
+            filler.write(b"\0" * 4096)
+
+
+def test_a_read_only_state_folder_is_one_line_headless_and_in_the_tui(tmp_path: Path) -> None:
+    with _tmpfs(tmp_path / "ro-state", "ro,size=1m") as state:
+        env = {"GPUTOP_STATE_DIR": str(state), "TMPDIR": str(tmp_path)}
+        headless = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", env=env, timeout=120)
+        tui = run_gputop("demo:mlp", "--device", "local-task", env=env, timeout=120)
+    for proc in (headless, tui):
+        line = assert_one_line_error(proc, 5, str(state), "Read-only file system", _HINT)
+        assert "internal error" not in line
+
+
+def test_a_full_state_folder_is_one_line_headless_and_in_the_tui(tmp_path: Path) -> None:
+    with _tmpfs(tmp_path / "full-state", "size=64k") as state:
+        (state / "sessions").mkdir()
+        _fill(state / "filler")
+        env = {"GPUTOP_STATE_DIR": str(state), "TMPDIR": str(tmp_path)}
+        headless = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", env=env, timeout=120)
+        tui = run_gputop("demo:mlp", "--device", "local-task", env=env, timeout=120)
+        assert list((state / "sessions").iterdir()) == []  # no half-made session folder left
+    for proc in (headless, tui):
+        line = assert_one_line_error(proc, 5, str(state / "sessions"), "No space left on device", _HINT)
+        assert "internal error" not in line
+
+
+def test_a_read_only_home_names_the_state_folder(tmp_path: Path) -> None:
+    with _tmpfs(tmp_path / "home", "ro,size=1m") as home:
+        env = {
+            "HOME": str(home),
+            "GPUTOP_STATE_DIR": "",
+            "GPUTOP_CACHE_DIR": "",
+            "XDG_STATE_HOME": "",
+            "XDG_CACHE_HOME": "",
+            "TMPDIR": str(tmp_path),
+        }
+        proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", env=env, timeout=120)
+    assert_one_line_error(proc, 5, str(home), _HINT)
+
+
+def test_a_read_only_cache_runs_uncached_with_a_warning(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with _tmpfs(tmp_path / "ro-cache", "ro,size=1m") as cache:
+        env = {"GPUTOP_CACHE_DIR": str(cache), "GPUTOP_STATE_DIR": str(state)}
+        proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", "--json", "-", env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["check"]["passed"] is True and report["compile"]["cache_hit"] is False
+    warnings = [line for line in proc.stderr.splitlines() if "cannot be written" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert warnings[0].startswith("gputop: warning: the compile cache") and str(cache) in warnings[0]
+    assert "running uncached" in warnings[0] and "GPUTOP_CACHE_DIR" in warnings[0]
+    assert list((Path(report["session_dir"]) / "uncached" / "vmfb").glob("*.vmfb"))
