@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import EXIT_CHECK, GputopError, Interrupted, RuntimeFailure, UnwritableFolder
+from gputop.core.errors import EXIT_CHECK, EXIT_RUNTIME, GputopError, Interrupted, RuntimeFailure, UnwritableFolder
 from gputop.core.paths import new_session_dir, note_session_dir
 from gputop.core.run.capture import RenderDocHook
 from gputop.core.run.config import RunConfig
@@ -232,7 +232,14 @@ class Session:
         check = self._state.outcome.check
         if check is not None and not check.passed:
             return EXIT_CHECK
+        if self._writer.record_error is not None:  # a full disk: the run went on, its record did not
+            return EXIT_RUNTIME
         return 0
+
+    @property
+    def record_error(self) -> str | None:
+        """Why the session's record is incomplete (samples.jsonl, report.json or the manifest not written)."""
+        return self._writer.record_error
 
     def _flow_kind(self) -> str | None:
         flow = self._flow
