@@ -556,3 +556,56 @@ def test_a_read_only_cache_runs_uncached_with_a_warning(tmp_path: Path) -> None:
     assert warnings[0].startswith("gputop: warning: the compile cache") and str(cache) in warnings[0]
     assert "running uncached" in warnings[0] and "GPUTOP_CACHE_DIR" in warnings[0]
     assert list((Path(report["session_dir"]) / "uncached" / "vmfb").glob("*.vmfb"))
+
+
+# --- 1. a disk that fills mid-run ---------------------------------------------------------------------
+
+
+def test_a_disk_that_fills_mid_run_is_said_and_the_ending_still_written(
+    tmp_path: Path, own_cache: dict[str, str]
+) -> None:
+    # 768 KiB: the manifest and the first samples fit, 3000 calls' samples do not (about 1.3 MB).
+    with _tmpfs(tmp_path / "small-state", "size=768k") as state:
+        env = {**own_cache, "GPUTOP_STATE_DIR": str(state)}
+        proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "3000", env=env, timeout=120)
+        [folder] = list((state / "sessions").iterdir())
+        manifest = json.loads((folder / "manifest.json").read_text())
+        report = json.loads((folder / "report.json").read_text())
+        leftovers = sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+    line = assert_one_line_error(proc, 5, "record is incomplete", str(folder / "samples.jsonl"), "No space left")
+    warnings = [w for w in proc.stderr.splitlines() if w.startswith("gputop: warning: the record stopped")]
+    assert len(warnings) == 1 and "No space left on device" in warnings[0], proc.stderr
+    assert "GPUTOP_STATE_DIR" in line
+    assert manifest["state"] == "finished" and manifest["exit_code"] == 5, manifest
+    assert "No space left on device" in manifest["write_error"]
+    assert report["record"]["write_error"] == manifest["write_error"] and report["calls"]["count"] > 0
+    assert leftovers == []  # neither the room kept for the ending nor a half-written temporary file
+
+
+# --- 6. a viewer's pause that the run's channel did not answer ------------------------------------------
+
+
+def test_a_viewer_says_a_timed_out_pause_was_not_answered(tmp_path: Path, own_cache: dict[str, str]) -> None:
+    import socket
+
+    from gputop.tui.viewer import AttachSource
+
+    folder = _good_session(tmp_path / "state", own_cache)
+    # A run whose control channel accepts and never answers: busy, stopped with SIGSTOP, stuck.
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)  # the folder's path is longer than a socket address holds
+    try:
+        stuck.bind(f"/proc/self/fd/{fd}/control.sock")
+    finally:
+        os.close(fd)
+    stuck.listen(8)
+    try:
+        source = AttachSource(folder)
+        started = time.monotonic()
+        assert source.toggle_pause() is None
+        assert time.monotonic() - started < 10
+        reason = source.pause_refused
+        assert reason is not None and "did not answer" in reason and "nothing to pause" not in reason, reason
+    finally:
+        stuck.close()
+        (folder / "control.sock").unlink()

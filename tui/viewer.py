@@ -98,6 +98,7 @@ class AttachSource:
 
     def __init__(self, folder: Path) -> None:
         self._folder = folder
+        self.pause_refused: str | None = None  # why the last toggle_pause did nothing, in the run's words
         self._follower = SessionFollower(folder)
         self.origin: str | None = self._follower.origin
         manifest = self._follower.manifest
@@ -222,8 +223,14 @@ class AttachSource:
         return None if reply.get("ok") else str(reply.get("reason") or "refused")
 
     def toggle_pause(self) -> str | None:
-        reply = self._ask("toggle_pause")  # refused: the app says "nothing to pause while <state>"
-        return str(reply["state"]) if reply.get("ok") else None
+        reply = self._ask("toggle_pause")
+        if reply.get("ok"):
+            self.pause_refused = None
+            return str(reply["state"])
+        # The run's own refusal ("nothing to pause while ...") or the channel's: it did not answer in time,
+        # it has ended, it is another user's. The latter is never "nothing to pause": the pause may come late.
+        self.pause_refused = str(reply.get("reason") or "refused")
+        return None
 
     def request_profile(self) -> str | None:
         return self._reason("profile")
