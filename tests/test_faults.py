@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -609,3 +610,42 @@ def test_a_viewer_says_a_timed_out_pause_was_not_answered(tmp_path: Path, own_ca
     finally:
         stuck.close()
         (folder / "control.sock").unlink()
+
+
+# --- 10. a dumb terminal or a C locale -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "locale_env",
+    [{"TERM": "dumb"}, {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}],
+    ids=["TERM=dumb", "LC_ALL=C"],
+)
+def test_text_output_falls_back_to_ascii(tmp_path: Path, own_cache: dict[str, str], locale_env: dict[str, str]) -> None:
+    state = tmp_path / "state"
+    folder = _good_session(state, own_cache)
+    env = {**own_cache, "GPUTOP_STATE_DIR": str(state), **locale_env}
+    plain = run_gputop("report", folder.name, env={**own_cache, "GPUTOP_STATE_DIR": str(state)})
+    assert plain.returncode == 0 and "\u00b5s" in plain.stdout + plain.stderr  # what there is to fall back from
+    for args in (("report", folder.name), ("sessions",), ("report", folder.name, "--json", "-")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "gputop.tui", *args],
+            capture_output=True,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+            check=False,
+        )
+        out, err = proc.stdout.decode("ascii", "replace"), proc.stderr.decode("ascii", "replace")
+        assert proc.returncode == 0, (args, proc.returncode, err)
+        assert proc.stdout.isascii() and proc.stderr.isascii(), (args, out, err)
+        assert "\\u" not in out and "internal error" not in err and "?" not in out
+    report = subprocess.run(
+        [sys.executable, "-m", "gputop.tui", "report", folder.name],
+        capture_output=True,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    text = report.stdout.decode("ascii") + report.stderr.decode("ascii")
+    assert " us" in text or "us " in text, text  # microseconds as `us`, not `?` nor an escape
