@@ -37,6 +37,7 @@ __all__ = [
     "ParameterPlacementError",
     "ProfileError",
     "RuntimeFailure",
+    "UnwritableFolder",
     "UsageError",
 ]
 
@@ -131,6 +132,15 @@ class ParameterPlacementError(RuntimeFailure):
 
 class ControlUnavailable(UsageError):
     """A run's control channel cannot be reached (it ended, or it is not this user's)."""
+
+
+class UnwritableFolder(RuntimeFailure):
+    """A folder gputop must write cannot be (read-only, full, not ours): the folder, why, and what to set."""
+
+    def __init__(self, folder: object, exc: OSError, variable: str = "GPUTOP_STATE_DIR") -> None:
+        why = exc.strerror or str(exc)
+        super().__init__(f"cannot write {folder}: {why} (set {variable} to a writable folder)")
+        self.folder = folder
 
 
 class ConvertError(Exception):

@@ -7,14 +7,19 @@ and goes on, and that nothing it started is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -415,3 +420,232 @@ def test_half_open_connections_cost_no_threads_and_a_scrape_still_answers() -> N
             connection.close()
         server.stop()
     poll(lambda: threading.active_count() <= before, timeout=30)
+
+
+# --- mounts: a read-only or a tiny tmpfs, made for the test and always taken away ------------------------
+
+
+@contextmanager
+def _tmpfs(folder: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted on `folder` with `options` (`ro,size=1m`, `size=2m`); the test is skipped where it cannot be.
+
+    chmod 0555 does not stop root, so a read-only or a full folder has to be a real filesystem.
+    """
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    folder.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True, check=False
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        for _ in range(50):  # a child that has only just exited may still hold it for a moment
+            if subprocess.run(["umount", str(folder)], capture_output=True, check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+        assert not os.path.ismount(folder)
+
+
+# --- 7. the crash log is the user's own ---------------------------------------------------------------
+
+
+def _internal_error_report(folder: Path) -> Path:
+    """A report file whose `kernels` is a number: `gputop compare` meets a value it does not expect."""
+    report = folder / "odd-report.json"
+    report.write_text(json.dumps({"target": "t", "calls": {"count": 5, "p50_ms": 1.0}, "kernels": 3}))
+    return report
+
+
+def test_an_internal_error_beside_a_foreign_crash_log_is_one_line(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    foreign = tmpdir / "gputop-crash.log"  # where every user's tracebacks went, left there by another user
+    foreign.write_text("someone else's\n")
+    foreign.chmod(0o600)
+    os.chown(foreign, 65534, 65534)
+    report = _internal_error_report(tmp_path)
+    state = tmp_path / "state"
+    proc = run_gputop("compare", str(report), str(report), env={"TMPDIR": str(tmpdir), "GPUTOP_STATE_DIR": str(state)})
+    assert proc.returncode == 5, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    [line] = proc.stderr.splitlines()
+    log = state / "crash.log"
+    assert line.startswith("gputop: internal error:") and f"(traceback in {log})" in line, line
+    assert "Traceback" in log.read_text() and "_kernel_rows" in log.read_text()
+    assert log.stat().st_mode & 0o777 == 0o600 and log.stat().st_uid == os.geteuid()
+    assert foreign.read_text() == "someone else's\n"
+
+
+def test_an_internal_error_with_nowhere_to_write_is_still_one_line(tmp_path: Path) -> None:
+    report = _internal_error_report(tmp_path)
+    with _tmpfs(tmp_path / "ro-state", "ro,size=1m") as state:
+        proc = run_gputop(
+            "compare", str(report), str(report), env={"TMPDIR": str(state), "GPUTOP_STATE_DIR": str(state)}
+        )
+    assert proc.returncode == 5, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("gputop: internal error:") and "no crash log could be written" in line, line
+
+
+# --- 2. a state folder, cache or HOME that cannot be written -------------------------------------------
+
+_HINT = "set GPUTOP_STATE_DIR to a writable folder"
+
+
+def _fill(path: Path) -> None:
+    """Write zeros to `path` until its disk is full."""
+    with open(path, "wb", buffering=0) as filler, contextlib.suppress(OSError):
+        while True:
+            filler.write(b"\0" * 4096)
+
+
+def test_a_read_only_state_folder_is_one_line_headless_and_in_the_tui(tmp_path: Path) -> None:
+    with _tmpfs(tmp_path / "ro-state", "ro,size=1m") as state:
+        env = {"GPUTOP_STATE_DIR": str(state), "TMPDIR": str(tmp_path)}
+        headless = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", env=env, timeout=120)
+        tui = run_gputop("demo:mlp", "--device", "local-task", env=env, timeout=120)
+    for proc in (headless, tui):
+        line = assert_one_line_error(proc, 5, str(state), "Read-only file system", _HINT)
+        assert "internal error" not in line
+
+
+def test_a_full_state_folder_is_one_line_headless_and_in_the_tui(tmp_path: Path) -> None:
+    with _tmpfs(tmp_path / "full-state", "size=64k") as state:
+        (state / "sessions").mkdir()
+        _fill(state / "filler")
+        env = {"GPUTOP_STATE_DIR": str(state), "TMPDIR": str(tmp_path)}
+        headless = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", env=env, timeout=120)
+        tui = run_gputop("demo:mlp", "--device", "local-task", env=env, timeout=120)
+        assert list((state / "sessions").iterdir()) == []  # no half-made session folder left
+    for proc in (headless, tui):
+        line = assert_one_line_error(proc, 5, str(state / "sessions"), "No space left on device", _HINT)
+        assert "internal error" not in line
+
+
+def test_a_read_only_home_names_the_state_folder(tmp_path: Path) -> None:
+    with _tmpfs(tmp_path / "home", "ro,size=1m") as home:
+        env = {
+            "HOME": str(home),
+            "GPUTOP_STATE_DIR": "",
+            "GPUTOP_CACHE_DIR": "",
+            "XDG_STATE_HOME": "",
+            "XDG_CACHE_HOME": "",
+            "TMPDIR": str(tmp_path),
+        }
+        proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", env=env, timeout=120)
+    assert_one_line_error(proc, 5, str(home), _HINT)
+
+
+def test_a_read_only_cache_runs_uncached_with_a_warning(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with _tmpfs(tmp_path / "ro-cache", "ro,size=1m") as cache:
+        env = {"GPUTOP_CACHE_DIR": str(cache), "GPUTOP_STATE_DIR": str(state)}
+        proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", "--json", "-", env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["check"]["passed"] is True and report["compile"]["cache_hit"] is False
+    warnings = [line for line in proc.stderr.splitlines() if "cannot be written" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert warnings[0].startswith("gputop: warning: the compile cache") and str(cache) in warnings[0]
+    assert "running uncached" in warnings[0] and "GPUTOP_CACHE_DIR" in warnings[0]
+    assert list((Path(report["session_dir"]) / "uncached" / "vmfb").glob("*.vmfb"))
+
+
+# --- 1. a disk that fills mid-run ---------------------------------------------------------------------
+
+
+def test_a_disk_that_fills_mid_run_is_said_and_the_ending_still_written(
+    tmp_path: Path, own_cache: dict[str, str]
+) -> None:
+    # 768 KiB: the manifest and the first samples fit, 3000 calls' samples do not (about 1.3 MB).
+    with _tmpfs(tmp_path / "small-state", "size=768k") as state:
+        env = {**own_cache, "GPUTOP_STATE_DIR": str(state)}
+        proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "3000", env=env, timeout=120)
+        [folder] = list((state / "sessions").iterdir())
+        manifest = json.loads((folder / "manifest.json").read_text())
+        report = json.loads((folder / "report.json").read_text())
+        leftovers = sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+    line = assert_one_line_error(proc, 5, "record is incomplete", str(folder / "samples.jsonl"), "No space left")
+    warnings = [w for w in proc.stderr.splitlines() if w.startswith("gputop: warning: the record stopped")]
+    assert len(warnings) == 1 and "No space left on device" in warnings[0], proc.stderr
+    assert "GPUTOP_STATE_DIR" in line
+    assert manifest["state"] == "finished" and manifest["exit_code"] == 5, manifest
+    assert "No space left on device" in manifest["write_error"]
+    assert report["record"]["write_error"] == manifest["write_error"] and report["calls"]["count"] > 0
+    assert leftovers == []  # neither the room kept for the ending nor a half-written temporary file
+
+
+# --- 6. a viewer's pause that the run's channel did not answer ------------------------------------------
+
+
+def test_a_viewer_says_a_timed_out_pause_was_not_answered(tmp_path: Path, own_cache: dict[str, str]) -> None:
+    import socket
+
+    from gputop.tui.viewer import AttachSource
+
+    folder = _good_session(tmp_path / "state", own_cache)
+    # A run whose control channel accepts and never answers: busy, stopped with SIGSTOP, stuck.
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)  # the folder's path is longer than a socket address holds
+    try:
+        stuck.bind(f"/proc/self/fd/{fd}/control.sock")
+    finally:
+        os.close(fd)
+    stuck.listen(8)
+    try:
+        source = AttachSource(folder)
+        started = time.monotonic()
+        assert source.toggle_pause() is None
+        assert time.monotonic() - started < 10
+        reason = source.pause_refused
+        assert reason is not None and "did not answer" in reason and "nothing to pause" not in reason, reason
+    finally:
+        stuck.close()
+        (folder / "control.sock").unlink()
+
+
+# --- 10. a dumb terminal or a C locale -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "locale_env",
+    [{"TERM": "dumb"}, {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}],
+    ids=["TERM=dumb", "LC_ALL=C"],
+)
+def test_text_output_falls_back_to_ascii(tmp_path: Path, own_cache: dict[str, str], locale_env: dict[str, str]) -> None:
+    state = tmp_path / "state"
+    folder = _good_session(state, own_cache)
+    env = {**own_cache, "GPUTOP_STATE_DIR": str(state), **locale_env}
+    plain = run_gputop("report", folder.name, env={**own_cache, "GPUTOP_STATE_DIR": str(state)})
+    assert plain.returncode == 0 and "\u00b5s" in plain.stdout + plain.stderr  # what there is to fall back from
+    for args in (("report", folder.name), ("sessions",), ("report", folder.name, "--json", "-")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "gputop.tui", *args],
+            capture_output=True,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+            check=False,
+        )
+        out, err = proc.stdout.decode("ascii", "replace"), proc.stderr.decode("ascii", "replace")
+        assert proc.returncode == 0, (args, proc.returncode, err)
+        assert proc.stdout.isascii() and proc.stderr.isascii(), (args, out, err)
+        assert "\\u" not in out and "internal error" not in err and "?" not in out
+    report = subprocess.run(
+        [sys.executable, "-m", "gputop.tui", "report", folder.name],
+        capture_output=True,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    text = report.stdout.decode("ascii") + report.stderr.decode("ascii")
+    assert " us" in text or "us " in text, text  # microseconds as `us`, not `?` nor an escape

@@ -328,7 +328,8 @@ class GputopApp(App[int]):
         state = self.source.toggle_pause()
         if state is None:
             current = self.snapshot.state if self.snapshot else "idle"
-            self.log_line("warning", f"pause: nothing to pause while {current}")
+            reason = getattr(self.source, "pause_refused", None)  # a viewer's: the run's own words
+            self.log_line("warning", f"pause: {reason or f'nothing to pause while {current}'}")
         else:
             self.log_line("info", "paused" if state == "paused" else "resumed")
 

@@ -161,7 +161,10 @@ class SnapshotSource(Protocol):
         """A signal ends the run: record it as interrupted with `exit_code` (non-blocking)."""
 
     def toggle_pause(self) -> str | None:
-        """Pause or resume; returns the new state, or None when neither applies."""
+        """Pause or resume; returns the new state, or None when neither applies.
+
+        A source that can say why (a viewer whose run's channel did not answer) sets `pause_refused`.
+        """
 
     def request_profile(self) -> str | None:
         """Ask for a profile pass; returns why not, or None."""

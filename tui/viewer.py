@@ -31,7 +31,15 @@ from typing import Any, Protocol
 import psutil
 from textual.message import Message
 
-from gputop.core.errors import EXIT_SIGHUP, EXIT_SIGINT, EngineExited, GputopError, UsageError
+from gputop.core.errors import (
+    EXIT_SIGHUP,
+    EXIT_SIGINT,
+    EngineExited,
+    GputopError,
+    UnwritableFolder,
+    UsageError,
+)
+from gputop.core.paths import check_writable
 from gputop.core.processes import last_line
 from gputop.core.renderdoc.captures import capture_info
 from gputop.core.serving.control_socket import ControlUnavailable, StreamReader, ask
@@ -90,6 +98,7 @@ class AttachSource:
 
     def __init__(self, folder: Path) -> None:
         self._folder = folder
+        self.pause_refused: str | None = None  # why the last toggle_pause did nothing, in the run's words
         self._follower = SessionFollower(folder)
         self.origin: str | None = self._follower.origin
         manifest = self._follower.manifest
@@ -214,8 +223,14 @@ class AttachSource:
         return None if reply.get("ok") else str(reply.get("reason") or "refused")
 
     def toggle_pause(self) -> str | None:
-        reply = self._ask("toggle_pause")  # refused: the app says "nothing to pause while <state>"
-        return str(reply["state"]) if reply.get("ok") else None
+        reply = self._ask("toggle_pause")
+        if reply.get("ok"):
+            self.pause_refused = None
+            return str(reply["state"])
+        # The run's own refusal ("nothing to pause while ...") or the channel's: it did not answer in time,
+        # it has ended, it is another user's. The latter is never "nothing to pause": the pause may come late.
+        self.pause_refused = str(reply.get("reason") or "refused")
+        return None
 
     def request_profile(self) -> str | None:
         return self._reason("profile")
@@ -293,7 +308,11 @@ class EngineProcess(AttachSource):
             str(os.getpid()),
         ]
         env = {**os.environ, PARENT_ENV: str(os.getpid()), "PYTHONUNBUFFERED": "1"}
-        with open(self._log_path, "ab") as log:
+        try:
+            log = open(self._log_path, "ab")  # noqa: SIM115 - closed below, once the child has it
+        except OSError as exc:  # a read-only session folder: the same line as a headless run's
+            raise UnwritableFolder(self._folder, exc) from exc
+        with log:
             # Its own session: the terminal's Ctrl-C, Ctrl-Z and hang-up reach the viewer, which forwards them.
             self._process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True
@@ -302,7 +321,10 @@ class EngineProcess(AttachSource):
         while time.monotonic() < deadline:
             code = self._process.poll()
             if code is not None:
-                raise EngineExited(self._engine_said() or f"the engine exited with {code}", code)
+                said = self._engine_said()
+                if not said:  # its line could not be written: a full disk says nothing, so find out here
+                    check_writable(self._folder)
+                raise EngineExited(said or f"the engine exited with {code}", code)
             with contextlib.suppress(ControlUnavailable):
                 reply = ask(self._folder, "hello", timeout=1.0)
                 if reply.get("pid") == self._process.pid:

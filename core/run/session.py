@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import EXIT_CHECK, GputopError, Interrupted, RuntimeFailure
-from gputop.core.paths import new_session_dir
+from gputop.core.errors import EXIT_CHECK, EXIT_RUNTIME, GputopError, Interrupted, RuntimeFailure, UnwritableFolder
+from gputop.core.paths import new_session_dir, note_session_dir
 from gputop.core.run.capture import RenderDocHook
 from gputop.core.run.config import RunConfig
 from gputop.core.run.flow import Flow, RunContext
@@ -77,8 +77,14 @@ class Session:
         self._owner_ops = owner_ops
         self._viewers_seen = 0  # how many viewers subscribed to the stream, kept once the channel closes
         self.session_dir = config.session_dir or new_session_dir(label=config.target_info.label)
-        self.session_dir.mkdir(parents=True, exist_ok=True)
-        self._writer = SessionWriter(self.session_dir, to_json(config), every_s=config.record_every_s, segment=segment)
+        note_session_dir(self.session_dir)
+        try:  # a read-only or full state folder: one line naming it, not an internal error
+            self.session_dir.mkdir(parents=True, exist_ok=True)
+            self._writer = SessionWriter(
+                self.session_dir, to_json(config), every_s=config.record_every_s, segment=segment
+            )
+        except OSError as exc:
+            raise UnwritableFolder(self.session_dir, exc) from exc
         self._state = RunState(config.target, self.session_dir, self._writer, function=config.function, segment=segment)
         self._controls = Controls()
         self._context = RunContext(config, self._state, self._controls, self.session_dir)
@@ -226,7 +232,14 @@ class Session:
         check = self._state.outcome.check
         if check is not None and not check.passed:
             return EXIT_CHECK
+        if self._writer.record_error is not None:  # a full disk: the run went on, its record did not
+            return EXIT_RUNTIME
         return 0
+
+    @property
+    def record_error(self) -> str | None:
+        """Why the session's record is incomplete (samples.jsonl, report.json or the manifest not written)."""
+        return self._writer.record_error
 
     def _flow_kind(self) -> str | None:
         flow = self._flow

@@ -50,6 +50,8 @@ __all__ = [
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
+RESERVE = ".reserve"  # room kept on the disk for the ending (see SessionWriter)
+RESERVE_BYTES = 256 * 1024
 REPORT = "report.json"
 INDEX = "sessions.jsonl"  # every session ever started, wherever its folder is (--session-dir)
 FORMAT = 1
@@ -61,8 +63,13 @@ WATCHED_EVERY_S = 0.5  # while someone follows the folder live (gputop attach), 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON so a reader sees the old file or the new one, never half of one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a full disk: no empty temporary file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 class SessionWriter:
@@ -95,7 +102,8 @@ class SessionWriter:
         self._samples_written_at = time.monotonic()
         self.written = 0
         self.last_seq = 0
-        self.write_error: str | None = None
+        self.write_error: str | None = None  # why samples.jsonl stopped (a full disk), said once when it happens
+        self.ending_error: str | None = None  # why report.json or the manifest's ending could not be written
         started = time.time()
         self._manifest: dict[str, Any] = {
             "format": FORMAT,
@@ -132,6 +140,10 @@ class SessionWriter:
         if earlier is None:
             _append_index(folder, self._manifest)
         self._samples = open(folder / SAMPLES, "a", encoding="utf-8")  # noqa: SIM115 (owned by the writer thread)
+        # Room kept for the ending: when the disk fills mid-run, this is freed so report.json and the
+        # manifest's ending can still be written (a crashed run leaves it; an ended one removes it).
+        with contextlib.suppress(OSError), open(folder / RESERVE, "wb") as reserve:
+            reserve.write(b"\0" * RESERVE_BYTES)
         self._thread = threading.Thread(target=self._write_samples, name="gputop-record", daemon=True)
         self._thread.start()
 
@@ -168,9 +180,12 @@ class SessionWriter:
         """`calls.json`, replaced whole (compact: twenty thousand numbers need no indentation)."""
         path = self.folder / CALLS_FILE
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):  # a full disk must not end the run
+        try:
             tmp.write_text(json.dumps(block, separators=(",", ":")) + "\n", encoding="utf-8")
             os.replace(tmp, path)
+        except OSError:  # a full disk must not end the run
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def _samples_due(self) -> None:
         source = self._samples_source
@@ -225,6 +240,13 @@ class SessionWriter:
                 self._samples.flush()
             except OSError as exc:
                 self.write_error = f"{self.folder / SAMPLES}: {exc.strerror}"
+                with contextlib.suppress(Exception):  # said when it happens, not only at the end
+                    print(
+                        f"gputop: warning: the record stopped: {self.write_error} (the run goes on; its "
+                        "report says how many samples were lost)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 continue
             self.written += 1
             self.last_seq = snapshot.seq
@@ -294,24 +316,41 @@ class SessionWriter:
     def _write_ending(
         self, report: dict[str, Any] | None, *, state: str, exit_code: int, published: int, **fields: Any
     ) -> dict[str, Any] | None:
+        with contextlib.suppress(OSError):  # the room kept for this ending
+            (self.folder / RESERVE).unlink()
         if report is not None:
             report = {**report, "record": self._record_block(published)}
             samples = report.get("samples")
             if isinstance(samples, dict) and samples.get("calls") is not None:
                 self.write_samples(samples)
-            with contextlib.suppress(OSError):
+            try:
                 write_json_atomic(self.folder / REPORT, report)
+            except OSError as exc:
+                self.ending_error = f"{self.folder / REPORT}: {exc.strerror}"
         ended = time.time()
-        self.update(
-            state=state,
-            exit_code=exit_code,
-            ended_at=ended,
-            duration_s=round(ended - self._manifest["started_at"], 3),
-            samples=self.written,
-            samples_lost=max(0, published - self.thinned - self.written),
+        ending = {
+            "state": state,
+            "exit_code": exit_code,
+            "ended_at": ended,
+            "duration_s": round(ended - self._manifest["started_at"], 3),
+            "samples": self.written,
+            "samples_lost": max(0, published - self.thinned - self.written),
+            "write_error": self.write_error,
             **fields,
-        )
+        }
+        with self._lock:
+            self._manifest.update({k: to_json(v) for k, v in ending.items()})
+            data = dict(self._manifest)
+        try:
+            write_json_atomic(self.folder / MANIFEST, data)
+        except OSError as exc:
+            self.ending_error = self.ending_error or f"{self.folder / MANIFEST}: {exc.strerror}"
         return report
+
+    @property
+    def record_error(self) -> str | None:
+        """Why the record is incomplete (samples or the ending not written), or None when it is whole."""
+        return self.write_error or self.ending_error
 
 
 def _earlier_manifest(folder: Path) -> dict[str, Any] | None:

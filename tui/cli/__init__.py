@@ -4,7 +4,9 @@ This package holds one module per command (`run`, `serve`, `web`, `tui`, ...), t
 share (`options`) and the headless runner (`headless`); here they become one parser and one
 entry point. Every path through `run_cli` ends in an exit code from gputop's contract (0 ok,
 2 usage, 3 compile, 4 device unavailable, 5 runtime, 6 check failed, 7 regression, 130/143 interrupted) and,
-on failure, one line on stderr. Tracebacks go to a crash log, never to the user's terminal.
+on failure, one line on stderr. Tracebacks go to a crash log in the user's own state or session
+folder (`gputop.core.paths.write_crash_log`), never to the user's terminal; where none can be
+written, the one line still comes, without a path.
 `main` ends the process with `os._exit` once output is flushed, because IREE's bindings can
 print leak warnings or crash in their own teardown at interpreter exit after a clean run.
 """
@@ -12,14 +14,15 @@ print leak warnings or crash in their own teardown at interpreter exit after a c
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import os
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 
 from gputop.core.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGPIPE, GputopError
+from gputop.core.paths import write_crash_log
 from gputop.tui.cli import (
     affinity,
     attach,
@@ -37,7 +40,18 @@ from gputop.tui.cli.open import SPEC as OPEN_SPEC
 from gputop.tui.cli.options import Subcommand
 from gputop.tui.cli.tui import build_tui_parser, command_tui
 
-__all__ = ["COMMANDS", "SUBCOMMANDS", "build_parser", "build_tui_parser", "main", "reader_left", "run_cli"]
+__all__ = [
+    "ASCII_FALLBACK",
+    "COMMANDS",
+    "SUBCOMMANDS",
+    "ascii_fallback",
+    "build_parser",
+    "build_tui_parser",
+    "internal_error",
+    "main",
+    "reader_left",
+    "run_cli",
+]
 
 # Every `gputop COMMAND`, in the order `gputop --help` lists them.
 COMMANDS: tuple[Subcommand, ...] = (
@@ -101,11 +115,20 @@ def run_cli(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_OK
     except Exception as exc:
-        log = Path(os.environ.get("TMPDIR", "/tmp")) / "gputop-crash.log"
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(traceback.format_exc())
-        print(f"gputop: internal error: {exc} (traceback in {log})", file=sys.stderr)
-        return EXIT_RUNTIME
+        return internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> int:
+    """An error gputop did not expect: its traceback to the crash log, one line to stderr, exit 5."""
+    # Nothing here may raise: a second traceback on the user's terminal is what this is for avoiding.
+    try:
+        log = write_crash_log(traceback.format_exc())
+    except Exception:
+        log = None
+    where = f" (traceback in {log})" if log is not None else " (no crash log could be written)"
+    with contextlib.suppress(Exception):
+        print(f"gputop: internal error: {exc}{where}", file=sys.stderr)
+    return EXIT_RUNTIME
 
 
 def reader_left() -> int:
@@ -116,8 +139,54 @@ def reader_left() -> int:
     return EXIT_SIGPIPE
 
 
+# What text output says in ASCII where the terminal or locale cannot show more (TERM=dumb, LC_ALL=C).
+ASCII_FALLBACK: dict[str, str] = {
+    "\u2502": "|", "\u2551": "|", "\u2500": "-", "\u2550": "=", "\u2014": "-", "\u2013": "-",
+    "\u250c": "+", "\u2510": "+", "\u2514": "`-", "\u2518": "+", "\u251c": "|-", "\u2524": "-|",
+    "\u252c": "+", "\u2534": "+", "\u253c": "+", "\u00b5": "u", "\u03bc": "u", "\u2026": "...",
+    "\u00b1": "+-", "\u00b7": ".", "\u00d7": "x", "\u2192": "->", "\u2190": "<-", "\u2264": "<=",
+    "\u2265": ">=", "\u2248": "~", "\u26a0": "!", "\u25cf": "*", "\u2588": "#", "\u2593": "#",
+    "\u2592": ":", "\u2591": ".", "\u2581": "_", "\u2582": "_", "\u2583": "-", "\u2584": "-",
+    "\u2585": "=", "\u2586": "=", "\u2587": "#", "\u2713": "ok", "\u2717": "x", "\u00b0": "deg",
+}  # fmt: skip
+
+
+def _ascii_errors(error: UnicodeError) -> tuple[str, int]:
+    """The codec error handler `gputop-ascii`: each character the stream cannot encode, in ASCII (else `?`)."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    return "".join(ASCII_FALLBACK.get(char, "?") for char in text), error.end
+
+
+codecs.register_error("gputop-ascii", _ascii_errors)
+
+
+def ascii_fallback(argv: list[str]) -> None:
+    """Text output in ASCII where the terminal is `TERM=dumb` or the locale's encoding lacks box characters.
+
+    Only for the commands that print text (`gputop run`, `sessions`, `report`, ...): the TUI draws
+    through Textual. JSON is ASCII already (escaped), so it is unchanged.
+    """
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help")):
+        return
+    dumb = os.environ.get("TERM") == "dumb"
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        try:
+            "\u2502\u00b5\u2026".encode(encoding)
+            fits = True
+        except (UnicodeError, LookupError):
+            fits = False
+        if fits and not dumb:
+            continue
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(encoding="ascii" if dumb else encoding, errors="gputop-ascii")  # type: ignore[union-attr]
+
+
 def main() -> None:
     """Console entry point: run, flush, and leave without IREE's exit-time noise."""
+    ascii_fallback(sys.argv[1:])
     code = run_cli()
     try:
         sys.stdout.flush()

@@ -96,4 +96,10 @@ def ending(session: Session, stop_code: int) -> int:
     check = session.outcome.check
     if check is not None and not check.passed:
         print("gputop: error: outputs do not match the reference", file=sys.stderr)
+    elif session.record_error is not None:  # a disk that filled: the run ended, its record is incomplete
+        print(
+            f"gputop: error: the session's record is incomplete: {session.record_error} "
+            f"(free space or set GPUTOP_STATE_DIR to a writable folder)",
+            file=sys.stderr,
+        )
     return int(session.exit_code())
