@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import threading
 import time
 import traceback
@@ -186,7 +187,7 @@ class Session:
             info = self.config.target_info
             self._digest = ""
             with contextlib.suppress(OSError):
-                if info.path is not None:
+                if info.path is not None and stat.S_ISREG(info.path.stat().st_mode):  # never a FIFO: it would block
                     self._digest = file_sha256(info.path)
                 elif info.demo is not None:
                     self._digest = hashlib.sha256(info.demo.source()).hexdigest()
