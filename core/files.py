@@ -1,4 +1,4 @@
-"""One gate for every file a user hands gputop: exists, is a file, can be read, is not empty.
+"""One gate for every file a user hands gputop (exists, is a file, can be read, is not empty), and its digest.
 
 Modules, parameters, inputs, references, profiles, captures and run specs all
 arrive as paths on the command line, and each way a path can be wrong must end
@@ -8,13 +8,14 @@ a reader forever, so only regular files pass.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
 
 from gputop.core.errors import UsageError
 
-__all__ = ["require_file"]
+__all__ = ["file_sha256", "require_file"]
 
 
 def require_file(path: Path, what: str = "", *, allow_empty: bool = False) -> int:
@@ -37,3 +38,12 @@ def require_file(path: Path, what: str = "", *, allow_empty: bool = False) -> in
     if info.st_size == 0 and not allow_empty:
         raise UsageError(f"{name}: file is empty")
     return info.st_size
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, read in 4 MiB pieces (a model can be gigabytes): the cache's digests, a report's target."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while piece := handle.read(4 << 20):
+            digest.update(piece)
+    return digest.hexdigest()

@@ -48,7 +48,7 @@ from gputop.core.store.follow import SessionFollower, describe_command
 from gputop.core.store.replay import snapshot_from_json, value_from_json
 from gputop.tui.messages import SnapshotArrived, SourceNote
 
-__all__ = ["ENGINE_LOG", "AttachSource", "EngineProcess", "StreamLatency"]
+__all__ = ["ENGINE_LOG", "AttachSource", "EngineProcess"]
 
 ENGINE_LOG = "engine.log"  # the engine's own stderr, in its session folder: never the viewer's terminal
 PARENT_ENV = "GPUTOP_PARENT_PID"  # the engine lives only as long as this pid (see tui/ending.py)
@@ -56,36 +56,6 @@ PARENT_ENV = "GPUTOP_PARENT_PID"  # the engine lives only as long as this pid (s
 
 class _Poster(Protocol):
     def post_message(self, message: Message) -> bool: ...
-
-
-class StreamLatency:
-    """How old each snapshot was when it reached the viewer (publish to arrival), for the report and benchmarks."""
-
-    KEEP = 10_000
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.samples_ms: list[float] = []
-        self.received = 0
-
-    def add(self, snapshot: RunSnapshot) -> None:
-        age_ms = (time.time() - snapshot.timestamp) * 1e3
-        with self._lock:
-            self.received += 1
-            if len(self.samples_ms) < self.KEEP:
-                self.samples_ms.append(age_ms)
-
-    def summary(self) -> dict[str, Any]:
-        with self._lock:
-            values = sorted(self.samples_ms)
-        if not values:
-            return {"received": self.received, "p50_ms": None, "p95_ms": None, "max_ms": None}
-        return {
-            "received": self.received,
-            "p50_ms": round(values[(len(values) - 1) // 2], 3),
-            "p95_ms": round(values[min(len(values) - 1, round(0.95 * (len(values) - 1)))], 3),
-            "max_ms": round(values[-1], 3),
-        }
 
 
 class AttachSource:
@@ -109,7 +79,6 @@ class AttachSource:
         self._reader: StreamReader | None = None
         self.ended: str | None = None  # the run's final state once it has ended
         self.generation = 0  # the newest run segment seen: snapshots of older ones are not drawn
-        self.latency = StreamLatency()
         self.streamed = False  # whether snapshots came by the stream (else by reading the folder)
 
     @property
@@ -141,9 +110,10 @@ class AttachSource:
             if self._stop.is_set():
                 return
             now = time.monotonic()
-            if now - last_ended >= self.ENDED_EVERY_S and self._check_ended(target):
-                return
-            last_ended = now if now - last_ended >= self.ENDED_EVERY_S else last_ended
+            if now - last_ended >= self.ENDED_EVERY_S:
+                last_ended = now
+                if self._check_ended(target):
+                    return
             if not self.streamed:
                 snapshot = self._follower.newest()  # no stream (yet): the record is the next best thing
                 if snapshot is not None:
@@ -166,7 +136,6 @@ class AttachSource:
                     snapshot = snapshot_from_json(json.loads(line))
                 except (ValueError, UsageError):
                     continue
-                self.latency.add(snapshot)
                 self._post(target, snapshot)
         finally:
             self._reader = None
@@ -333,22 +302,22 @@ class EngineProcess(AttachSource):
         self._kill()
         raise GputopError(f"the engine did not start within {self.START_TIMEOUT_S:.0f} s (see {self._log_path})")
 
+    def _engine_log(self) -> str:
+        """What the engine has written to its log so far ("" when it cannot be read)."""
+        try:
+            return self._log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
     def startup_lines(self) -> list[str]:
         """What the engine said on starting that its user should see: where its metrics are, and warnings."""
-        try:
-            text = self._log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return []
         wanted = ("gputop: serving metrics", "gputop: warning")
-        return [line.replace(" (Ctrl-C to stop)", "") for line in text.splitlines() if line.startswith(wanted)]
+        lines = self._engine_log().splitlines()
+        return [line.replace(" (Ctrl-C to stop)", "") for line in lines if line.startswith(wanted)]
 
     def _engine_said(self) -> str:
         """The engine's last line, without its `gputop: error: ` prefix (it is said again by this process)."""
-        try:
-            text = self._log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
-        line = last_line(text)
+        line = last_line(self._engine_log())
         for prefix in ("gputop: error: ", "gputop: "):
             if line.startswith(prefix):
                 return line[len(prefix) :]

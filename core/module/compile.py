@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gputop.core.errors import CompileError, UsageError
-from gputop.core.files import require_file
+from gputop.core.files import file_sha256, require_file
 from gputop.core.module.diagnostics import looks_like_crash, parse_diagnostics
 from gputop.core.module.targets import KnownBadTarget, known_bad_target
 from gputop.core.paths import cache_dir
@@ -52,7 +52,6 @@ __all__ = [
     "compile_failure",
     "compile_module",
     "compiler_version",
-    "file_digest",
     "find_compiler",
     "read_source",
     "remove_stale_partials",
@@ -276,20 +275,11 @@ SOURCES_DUMP_FLAG = "--iree-hal-dump-executable-sources-to"
 DIGEST_SUFFIX = ".sha256"
 
 
-def file_digest(path: Path) -> str:
-    """The sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _write_digest(module: Path, cached: Path) -> None:
     """`KEY.sha256` for the module about to become `cached`, in `sha256sum -c` format, written atomically."""
     target = cached.with_suffix(DIGEST_SUFFIX)
     partial = cached.with_suffix(f"{DIGEST_SUFFIX}.{os.getpid()}.{threading.get_ident()}.partial")
-    partial.write_text(f"{file_digest(module)}  {cached.name}\n", encoding="utf-8")
+    partial.write_text(f"{file_sha256(module)}  {cached.name}\n", encoding="utf-8")
     os.replace(partial, target)
 
 
@@ -301,7 +291,7 @@ def _intact(cached: Path, notify: Callable[[str], None] | None) -> bool:
         why = "it has no digest"
     else:
         try:
-            why = "" if file_digest(cached) == recorded else "its sha256 does not match the one written with it"
+            why = "" if file_sha256(cached) == recorded else "its sha256 does not match the one written with it"
         except OSError as exc:
             why = f"it cannot be read ({exc.strerror})"
     if not why:

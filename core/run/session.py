@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import EXIT_CHECK, EXIT_RUNTIME, GputopError, Interrupted, RuntimeFailure, UnwritableFolder
+from gputop.core.files import file_sha256
 from gputop.core.paths import new_session_dir, note_session_dir
 from gputop.core.run.capture import RenderDocHook
 from gputop.core.run.config import RunConfig
@@ -44,15 +45,6 @@ from gputop.core.store.report import build_report
 from gputop.core.store.writer import SessionWriter
 
 __all__ = ["RunConfig", "Session"]
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, read in 4 MiB pieces (a model can be gigabytes)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while piece := handle.read(4 << 20):
-            digest.update(piece)
-    return digest.hexdigest()
 
 
 class Session:
