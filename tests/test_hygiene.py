@@ -100,8 +100,14 @@ def test_cycles_leave_nothing_behind(device: str, warmup: int, cycles: int, requ
     # Python objects come back: a session kept alive would hold its samples, reports and
     # threads (hundreds of KiB each); a few KiB of interned names and caches may settle.
     assert last["python_heap"] - first["python_heap"] < 256 * 2**10, [row["python_heap"] for row in rows]
-    # Native memory comes back too (IREE devices, buffers, the driver's own pools).
-    assert last["rss"] - first["rss"] < 24 * 2**20, [row["rss"] for row in rows]
+    # Native memory comes back too (IREE devices, buffers, the driver's own pools). The C
+    # allocator settles over the first cycles (glibc hands new threads new arenas; on CI
+    # lavapipe RSS rose 15 and 16 MiB, then 0.6 MiB), so a leak is told from settling by
+    # its shape: a session kept alive grows RSS in every cycle, settling does not.
+    rss = [row["rss"] for row in rows]
+    growth = [after - before for before, after in zip(rss, rss[1:])]
+    assert min(growth) < 4 * 2**20, rss
+    assert rss[-1] - rss[0] < 48 * 2**20, rss
 
 
 if __name__ == "__main__":
