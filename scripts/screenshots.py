@@ -5,7 +5,7 @@ Starts `GputopApp` on the real engine (headless, through Textual's
 SVG. Run by `make screenshots` on the CPU; the same script runs on a GPU
 machine (headless Textual needs no terminal). Never edit the SVGs by hand.
 
-Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task]
+Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task | --devices D1,D2]
            [--input ...] [--calls 20] [--size 120x40] [--profile] [--press KEYS] [--roofline] [--warmup S]
 """
 
@@ -21,8 +21,14 @@ from gputop.tui.bridge import EngineBridge, RunConfig
 
 async def shoot(args: argparse.Namespace) -> None:
     width, height = (int(v) for v in args.size.split("x"))
+    devices = tuple(args.devices.split(",")) if args.devices else ()
     config = RunConfig(
-        target=args.target, device=args.device, iterations=None, inputs=tuple(args.input), warmup_s=args.warmup
+        target=args.target,
+        device=None if devices else args.device,
+        devices=devices,
+        iterations=None,
+        inputs=tuple(args.input),
+        warmup_s=args.warmup,
     )
     app = GputopApp(EngineBridge(config))
     async with app.run_test(size=(width, height)) as pilot:
@@ -59,6 +65,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--target", default="demo:mlp")
     parser.add_argument("--device", default="local-task")
+    parser.add_argument("--devices", help="D1,D2: a multi-device run (demo:pipeline, demo:hidden-transfer)")
     parser.add_argument("--input", action="append", default=[])
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=120)

@@ -316,3 +316,25 @@ def test_buffer_and_fence_arguments_are_refused_in_one_line() -> None:
     source = str(CORPUS / "refused" / "aliased_storage.mlir")
     proc = run_gputop("run", source, "--devices", "local:0,local:1", "-n", "1", "-i", "4xi32=1", "-i", "4xi32=0")
     assert_one_line_error(proc, 2, "aliased_storage argument 1 is a !hal.buffer")
+
+
+RECORDED = Path(__file__).parent.parent / "bench" / "results" / "h100x2-2026-11-25" / "issue35" / "run-logs"
+
+
+@pytest.mark.parametrize(
+    ("log", "expected"),
+    [
+        ("pipeline_cuda2_pipeline_run.log", "INVALID_ARGUMENT; while invoking native function hal.device.queue.deall"),
+        ("fan_out_cuda2_fan_out_run.log", "INVALID_ARGUMENT; while invoking native function hal.device.queue.alloca"),
+        ("passthrough_cuda2_passthrough_run.log", "INVALID_ARGUMENT; in @passthrough"),
+    ],
+)
+def test_a_failed_tool_call_is_told_in_one_short_line(log: str, expected: str) -> None:
+    """iree-run-module's output on two real H100s (recorded): the status line, never the signature or backtrace."""
+    from gputop.core.runners.tool_runner import tool_status
+
+    text = (RECORDED / log).read_text()
+    output = text.split("\n", 2)[2]  # the recorded command and its timing line come first
+    status = tool_status(output)
+    assert status.startswith(expected), status
+    assert "\n" not in status and len(status) < 160 and "tensor<" not in status

@@ -12,6 +12,7 @@ script and prints one JSON line per measured cycle.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import subprocess
@@ -105,7 +106,7 @@ def test_cycles_leave_nothing_behind(device: str, warmup: int, cycles: int, requ
     # lavapipe RSS rose 15 and 16 MiB, then 0.6 MiB), so a leak is told from settling by
     # its shape: a session kept alive grows RSS in every cycle, settling does not.
     rss = [row["rss"] for row in rows]
-    growth = [after - before for before, after in zip(rss, rss[1:])]
+    growth = [after - before for before, after in itertools.pairwise(rss)]
     assert min(growth) < 4 * 2**20, rss
     assert rss[-1] - rss[0] < 48 * 2**20, rss
 

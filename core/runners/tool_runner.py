@@ -5,7 +5,9 @@ the device is created, so a module spanning two GPUs fails in one process
 (Vulkan: "queue frontier already assigned"; CUDA: INVALID_ARGUMENT in
 `hal.device.queue.dealloca` for memory the devices should share). The shipped
 `iree-run-module` and `iree-benchmark-module` build one device group for all
-`--device=` flags and run such modules. This runner drives them: the first
+`--device=` flags and run such modules (on two real H100s IREE 3.13 still
+fails them: CUDA with the same INVALID_ARGUMENT or a call that never returns,
+Vulkan with wrong results; `bench/gpu/iree_two_device_bugs.sh`). This runner drives them: the first
 call through `iree-run-module` (outputs saved for the check), steady calls in
 batches through `iree-benchmark-module` (one synced call per repetition).
 """
@@ -24,10 +26,22 @@ from gputop.core.processes import first_line, run_logged
 from gputop.core.profiling.profiles import benchmark_call_ms, device_uri, runtime_tool
 from gputop.core.snapshot import DeviceInfo, PoolStats
 
-__all__ = ["BATCH", "TIMEOUT_S", "ToolModuleRun"]
+__all__ = ["BATCH", "TIMEOUT_S", "ToolModuleRun", "tool_status"]
 
 BATCH = 20
 TIMEOUT_S = 300.0  # a tool run that takes longer is hung (a deadlocked multi-device call): kill it
+
+
+def tool_status(output: str) -> str:
+    """The one line that says why an IREE tool failed: its status line, not the VM backtrace after it.
+
+    A status that quotes the whole function signature (CUDA on two H100s:
+    "INVALID_ARGUMENT; `sync func @passthrough(%input0: ...)`") keeps only the
+    function's name.
+    """
+    lines = [line.strip() for line in output.splitlines()[1:] if line.strip()]
+    status = next((line for line in lines if re.search(r"\b[A-Z_]{6,};", line)), lines[-1] if lines else "")
+    return first_line(re.sub(r"`(?:sync |async )?func (@[\w.$-]+)\(.*?`", r"in \1", status))
 
 
 class ToolModuleRun:
@@ -49,10 +63,7 @@ class ToolModuleRun:
         # A deadlocked multi-device call must not hang the run: the tool gets a time limit.
         output, code = run_logged(command, log, cancel, timeout_s=TIMEOUT_S, what=tool)
         if code != 0:
-            # The status line ("...: INVALID_ARGUMENT; ...") says what failed; the rest is a VM backtrace.
-            lines = [line.strip() for line in output.splitlines()[1:] if line.strip()]
-            status = next((line for line in lines if re.search(r"\b[A-Z_]{6,};", line)), lines[-1] if lines else "")
-            raise RuntimeFailure(f"{tool} failed: {first_line(status)}", log_path=str(log))
+            raise RuntimeFailure(f"{tool} failed: {tool_status(output)}", log_path=str(log))
         return output
 
     def first_call(self, outputs: int, cancel: threading.Event | None = None) -> list[np.ndarray]:
