@@ -288,8 +288,9 @@ class KernelTiming:
     source: str  # ireeprof, cupti, opencl
     timing: str  # what the clock is: device timestamps, or host execution on CPU devices
     timestamp: float = field(default_factory=now)
-    # Work and efficiency (core/profiling/work.py, core/profiling/efficiency.py): counted from the dispatch's own IR,
-    # against the device's peaks at the pass's clock. None where the work or the peak is unknown.
+    # Work and efficiency (core/profiling/work.py, name_work.py, efficiency.py): counted from the dispatch's own IR
+    # or read from its name (work_source), against the device's peaks at the pass's clock. None where the work or
+    # the peak is unknown.
     flops: int | None = None  # per dispatch: adds, subs, muls, divs, FMA as 2, math functions as 1
     bytes: int | None = None  # per dispatch: bytes_read + bytes_written
     bytes_read: int | None = None  # tensors loaded from its bindings, plus constant tensors it embeds
@@ -300,8 +301,9 @@ class KernelTiming:
     pct_peak_compute: float | None = None  # percent of the compute peak for its type at the pass's clock
     pct_peak_bandwidth: float | None = None  # percent of the memory bandwidth at the pass's clock
     bound: str | None = None  # compute | memory: which side of the roofline's ridge its intensity is on
-    work: str | None = None  # what its IR does (matmul+elementwise), or why its work is unknown
+    work: str | None = None  # what it does (matmul+elementwise), or why its work is unknown
     peak_tflops: float | None = None  # the compute ceiling used for it (its type's peak at the pass's clock)
+    work_source: str | None = None  # where flops and bytes come from: "ir" (its executable source) or "name"
 
 
 @dataclass(frozen=True)
@@ -375,7 +377,7 @@ class ProfileSummary:
     clocks_reason: str | None = None  # why there are no clocks (no NVIDIA GPU behind the device)
     peaks: DevicePeaks | None = None  # the device's peaks the kernels are measured against
     peaks_reason: str | None = None  # why there are none (a part gputop has no datasheet for)
-    work_source: str | None = None  # where the kernels' FLOPs and bytes came from, or why they are unknown
+    work_source: str | None = None  # where the kernels' work came from, in words (sources, a work file, names)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from typing import Any
 
 __all__ = [
     "BYTES",
+    "NAME_MARK",
+    "NAME_NOTE",
     "RATE",
     "TIME_US",
     "check_tolerances",
@@ -45,6 +47,7 @@ __all__ = [
     "mhz",
     "ms",
     "ms_fixed",
+    "name_marked",
     "pct_of_bound",
     "peaks_text",
     "percent",
@@ -52,7 +55,9 @@ __all__ = [
     "seconds",
     "si",
     "unchecked_outputs",
+    "unknown_work",
     "watts",
+    "work_lines",
 ]
 
 TIME_US = ((1.0, "µs"), (1e3, "ms"), (1e6, "s"))  # value given in µs
@@ -265,9 +270,49 @@ def limits_line(profile: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]
         parts.append(str(profile["peaks_reason"]))
     if not clocks and profile.get("clocks_reason") and not peaks:
         parts.append(str(profile["clocks_reason"]))
-    if kernels and all(k.get("flops") is None for k in kernels) and profile.get("work_source"):
-        parts.append(f"FLOPs unknown: {profile['work_source']}")
+    if kernels and all(k.get("flops") is None for k in kernels):
+        reasons = list(dict.fromkeys(why for k in kernels if (why := unknown_work(k))))
+        if not reasons and profile.get("work_source"):
+            reasons = [str(profile["work_source"])]
+        if reasons:
+            more = f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
+            parts.append(f"FLOPs unknown: {reasons[0]}{more}")
     return "; ".join(parts)
+
+
+# A kernel whose FLOPs and bytes were read from its dispatch name carries this mark beside its name.
+NAME_MARK = "*"
+NAME_NOTE = "work read from the dispatch name: its op and loop sizes (work fused beside that op is not seen)"
+
+
+def name_marked(kernel: Mapping[str, Any]) -> bool:
+    """Whether the kernel's numbers come from its name (`work_source: "name"`), not from its IR."""
+    return kernel.get("work_source") == "name" and kernel.get("flops") is not None
+
+
+def unknown_work(kernel: Mapping[str, Any]) -> str | None:
+    """Why the kernel's FLOPs are unknown (its `work`, `unknown: why`); None where they are known."""
+    if kernel.get("flops") is not None:
+        return None
+    work = str(kernel.get("work") or "")
+    return work.removeprefix("unknown: ") or None
+
+
+def work_lines(kernels: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Below the report's kernel table: what the name mark means, and why each unknown is unknown
+    (kernels with the same reason share a line)."""
+    lines = []
+    if any(name_marked(k) for k in kernels):
+        lines.append(f"work      {NAME_MARK} {NAME_NOTE}")
+    reasons: dict[str, list[str]] = {}
+    for kernel in kernels:
+        why = unknown_work(kernel)
+        if why:
+            reasons.setdefault(why, []).append(str(kernel["name"]))
+    for why, names in reasons.items():
+        who = names[0] if len(names) == 1 else f"{len(names)} kernels"
+        lines.append(f"unknown   {who}: {why}")
+    return lines
 
 
 def limits_lines(profile: Mapping[str, Any]) -> list[str]:

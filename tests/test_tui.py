@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -14,9 +15,12 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 from tui_pilot import calls, choose_device, live_app, wait_for
 
+from gputop.core.module.compile import compile_module
+from gputop.core.module.demos import DEMOS
+from gputop.core.module.targets import LOCAL_FLAGS
 from gputop.core.store.replay import read_snapshots
 from gputop.tui.app import GputopApp
-from gputop.tui.bridge import CaptureInfo, ReplaySource, SnapshotArrived
+from gputop.tui.bridge import NAME_MARK, NAME_NOTE, CaptureInfo, ReplaySource, SnapshotArrived
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.table import KeyedTable
 from gputop.tui.report_text import DISPATCH_COLUMNS
@@ -208,6 +212,26 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         # The run goes on after the pass.
         before = calls(app)
         await wait_for(pilot, lambda: calls(app) > before)
+
+
+async def test_work_read_from_dispatch_names_is_marked_in_the_kernels_pane(tmp_path: Path) -> None:
+    """A `.vmfb` without its executable sources: the matmuls' work comes from their names, marked `*`."""
+    bare = tmp_path / "mlp.vmfb"
+    shutil.copyfile(compile_module(Path("mlp.mlir"), LOCAL_FLAGS, source_bytes=DEMOS["mlp"].source()).vmfb_path, bare)
+    app = live_app(target=str(bare))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 0)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
+        await pilot.pause(0.3)
+        table = app.query_one("#kernels-table", KeyedTable)
+        row = table.row_cells("mlp_dispatch_0_matmul_256x1024x1024_f32")
+        assert row["kernel"] == "0 matmul_256x1024x1024 *" and float(str(row["FLOP/s"])) > 0
+        note = app.query_one("#kernels-note", Static)
+        assert note.display and str(note.render()) == f"{NAME_MARK} {NAME_NOTE}"
+        await pilot.press("f")
+        await pilot.pause(0.3)
+        assert "(work from its name)" in str(app.screen.query_one("#roofline-chart").render())
 
 
 async def test_a_terminal_too_small_says_so() -> None:

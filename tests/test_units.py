@@ -34,13 +34,16 @@ from gputop.core.units import (
     mhz,
     ms,
     ms_fixed,
+    name_marked,
     pct_of_bound,
     peaks_text,
     percent,
     pick_unit,
     seconds,
     si,
+    unknown_work,
     watts,
+    work_lines,
 )
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
@@ -281,6 +284,9 @@ def test_the_limits_in_one_line_and_in_the_reports_lines() -> None:
         "no peaks; a CPU"
     )
     assert limits_line({"work_source": "vmfb"}, [{"flops": None}]) == "FLOPs unknown: vmfb"
+    # Each kernel's own reason where it has one (work read from names that say too little).
+    unknown = [{"name": "a", "flops": None, "work": "unknown: conv: why"}, {"name": "b", "flops": None, "work": "x"}]
+    assert limits_line({"work_source": "names"}, unknown) == "FLOPs unknown: conv: why (and 1 other reasons)"
     assert limits_line({}) == ""
     lines = limits_lines({"clocks": CLOCKS, "peaks": PEAKS, "work_source": "vmfb"})
     assert lines == [
@@ -294,6 +300,25 @@ def test_the_limits_in_one_line_and_in_the_reports_lines() -> None:
         "clocks    none: a CPU",
         "peaks     none: none known",
     ]
+
+
+def test_work_read_from_names_is_marked_and_unknown_work_says_why() -> None:
+    rows = [  # name, flops, work, work_source
+        ("m_dispatch_0_matmul_8x8x8_f32", 1024, "matmul", "name"),
+        ("m_dispatch_1_elementwise_64_f32", None, "unknown: elementwise: why", "name"),
+        ("m_dispatch_2_elementwise_32_f32", None, "unknown: elementwise: why", "name"),
+        ("m_dispatch_3_sort_64xf32", None, "unknown: sort is not counted", "ir"),
+        ("m_dispatch_4_matmul_4x4x4_f32", 128, "matmul", "ir"),
+    ]
+    kernels = [dict(zip(("name", "flops", "work", "work_source"), row, strict=True)) for row in rows]
+    assert [name_marked(k) for k in kernels] == [True, False, False, False, False]
+    assert unknown_work(kernels[1]) == "elementwise: why" and unknown_work(kernels[0]) is None
+    assert work_lines(kernels) == [
+        "work      * work read from the dispatch name: its op and loop sizes (work fused beside that op is not seen)",
+        "unknown   2 kernels: elementwise: why",
+        "unknown   m_dispatch_3_sort_64xf32: sort is not counted",
+    ]
+    assert work_lines(kernels[4:]) == []
 
 
 def test_the_call_breakdown_line_never_reads_minus_zero() -> None:

@@ -55,6 +55,8 @@ from gputop.core.store.reader import baseline_candidates, read_side
 from gputop.core.store.replay import read_snapshots
 from gputop.core.units import (
     BYTES,
+    NAME_MARK,
+    NAME_NOTE,
     RATE,
     TIME_US,
     column,
@@ -65,6 +67,7 @@ from gputop.core.units import (
     mhz,
     ms,
     ms_fixed,
+    name_marked,
     pct_of_bound,
     percent,
     seconds,
@@ -80,6 +83,8 @@ __all__ = [
     "EXIT_SIGHUP",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
+    "NAME_MARK",
+    "NAME_NOTE",
     "RATE",
     "TIME_US",
     "AttachSource",
@@ -115,6 +120,7 @@ __all__ = [
     "mhz",
     "ms",
     "ms_fixed",
+    "name_marked",
     "pct_of_bound",
     "percent",
     "ridge_intensity",

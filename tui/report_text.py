@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputop.core.units import (
+    NAME_MARK,
     RATE,
     TIME_US,
     check_tolerances,
@@ -22,10 +23,12 @@ from gputop.core.units import (
     limits_lines,
     ms,
     ms_fixed,
+    name_marked,
     pct_of_bound,
     percent,
     seconds,
     unchecked_outputs,
+    work_lines,
 )
 
 __all__ = [
@@ -266,6 +269,7 @@ def run_report(report: dict[str, Any]) -> str:
         )
         lines.extend(limits_lines(profile))
         lines.extend("  " + line for line in kernel_table(kernels).splitlines())
+        lines.extend(work_lines(kernels))
         breakdown = report.get("call_breakdown")
         if breakdown:
             lines.extend(breakdown_table(breakdown))
@@ -391,7 +395,7 @@ def kernel_table(kernels: list[dict[str, Any]]) -> str:
 
     Each numeric column is in the one unit the pane would pick for it (`avg ms`, `GFLOP/s`); the
     full dispatch names, the FLOPs and bytes of one dispatch are the report's own (the pane has
-    no room for them).
+    no room for them). A name marked `*` has its work read from the name (`work_lines` says so).
     """
     labels: dict[str, str] = {}
     cells: dict[str, list[str]] = {}
@@ -412,7 +416,12 @@ def kernel_table(kernels: list[dict[str, Any]]) -> str:
     ]
     header = ("kernel", "count", *(labels[n] for n in KERNEL_NUMBERS), "bound")
     rows = [header] + [
-        (k["name"], str(k["count"]), *(cells[n][i] for n in KERNEL_NUMBERS), k.get("bound") or "-")
+        (
+            k["name"] + (f" {NAME_MARK}" if name_marked(k) else ""),
+            str(k["count"]),
+            *(cells[n][i] for n in KERNEL_NUMBERS),
+            k.get("bound") or "-",
+        )
         for i, k in enumerate(kernels)
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

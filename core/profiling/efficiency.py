@@ -1,7 +1,8 @@
 """Each kernel's time set against its work and the device's limits: the roofline, per profile pass.
 
 A profile pass gives times; `work.py` gives each dispatch's FLOPs and bytes
-from its IR; `peaks.py` gives the device's ceilings, scaled to the clocks
+from its IR, and `name_work.py` from its name where the IR is not at hand
+(a `.vmfb` compiled elsewhere); `peaks.py` gives the device's ceilings, scaled to the clocks
 `clocks.py` read during the pass. This joins the three by the dispatch's
 export name and fills each `KernelTiming`'s achieved rates, its share of each
 ceiling and which ceiling bounds it: a kernel whose FLOP per byte is above the
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gputop.core.profiling.name_work import work_from_name
 from gputop.core.profiling.peaks import at_clock, compute_peak_tflops, peaks_for
 from gputop.core.profiling.work import DispatchWork, ModuleWork
 from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary
@@ -57,6 +59,7 @@ def rate_kernel(kernel: KernelTiming, work: DispatchWork | None, peaks: DevicePe
         bound=bound,
         work=work.label,
         peak_tflops=peak,
+        work_source=work.source,
     )
 
 
@@ -94,18 +97,29 @@ class KernelEfficiency:
     def work(self) -> ModuleWork:
         return self._work
 
+    def work_of(self, kernel: str) -> DispatchWork:
+        """The kernel's work counted from its IR, else as far as its name says (never a guess: what the
+        name does not say is unknown, with why)."""
+        return self._work.lookup(kernel) or work_from_name(kernel)
+
+    @property
+    def work_source(self) -> str:
+        """Where the kernels' work comes from, in words (the report's `work` line)."""
+        if self._work.reason:
+            return f"the dispatch names: {self._work.reason}"
+        return self._work.source
+
     def annotate(self, summary: ProfileSummary, clocks: PassClocks | None, clocks_reason: str | None) -> ProfileSummary:
         """`summary` with every kernel rated and the pass's clocks, peaks and work source beside them."""
         peaks = self._peaks
         if peaks is not None and clocks is not None:
             max_mem = clocks.start.max_mem_mhz or clocks.end.max_mem_mhz
             peaks = at_clock(peaks, clocks.mean_sm_mhz, clocks.mean_mem_mhz, max_mem)
-        why = self._work.reason or "not among the module's executable sources"
-        kernels = tuple(rate_kernel(k, self._work.lookup(k.name), peaks, why) for k in summary.kernels)
+        kernels = tuple(rate_kernel(k, self.work_of(k.name), peaks, "") for k in summary.kernels)
         raised = raise_a_beaten_estimate(peaks, kernels) if self._estimated and peaks is not None else None
         if raised is not None:
             peaks = self._peaks = raised  # later passes start from the raised estimate
-            kernels = tuple(rate_kernel(k, self._work.lookup(k.name), peaks, why) for k in summary.kernels)
+            kernels = tuple(rate_kernel(k, self.work_of(k.name), peaks, "") for k in summary.kernels)
         return replace(
             summary,
             kernels=kernels,
@@ -113,5 +127,5 @@ class KernelEfficiency:
             clocks_reason=None if clocks is not None else clocks_reason,
             peaks=peaks,
             peaks_reason=self._peaks_reason,
-            work_source=self._work.reason or self._work.source,
+            work_source=self.work_source,
         )

@@ -8,8 +8,9 @@ sources with the compiler's MLIR Python bindings, turns named linalg ops into
 `linalg.generic` (the compiler's own `linalg-generalize-named-ops` pass), and
 counts, for each export, the iteration space of every structured op times the
 floating-point arithmetic of its body, and the bytes its bindings load and
-store. Nothing is read from a dispatch's name. An op it cannot count makes the
-dispatch's FLOPs `unknown` (saying which op) rather than a guess.
+store. Nothing here is read from a dispatch's name (`name_work.py` does that where
+there are no sources). An op it cannot count makes the dispatch's FLOPs
+`unknown` (saying which op) rather than a guess.
 
 What counts as a FLOP is what a roofline counts (and Nsight Compute's
 `fadd + fmul + 2*ffma`): add, sub, mul, div and rem on floats, FMA as 2, and a
@@ -19,7 +20,8 @@ select, negate and casts are not FLOPs. Integer arithmetic is not counted.
 The counts are cached as `NAME.work.json` beside the `.vmfb` (the compile
 cache keys both by source, flags and compiler), so they are computed once; a
 precompiled `.vmfb` gets its work from a `NAME.work.json` or `NAME.sources/`
-put beside it, and says so when there is neither.
+put beside it; with neither, its `ModuleWork` says so (`reason`) and its
+kernels' work comes from their names.
 """
 
 from __future__ import annotations
@@ -90,7 +92,10 @@ class DispatchWork:
     ops: tuple[str, ...]  # its structured ops in order: matmul, conv, elementwise, reduction, fill, copy, ...
     dtype: str | None  # element type of its main work (the op with most FLOPs): f32, f16, bf16, f64
     contraction: bool  # its main work is a matmul or convolution (tensor units may run it)
-    unknown: str | None = None  # why its FLOPs are unknown
+    unknown: str | None = None  # why its FLOPs (or, with FLOPs known, its bytes) are unknown
+    # Where the numbers come from: "ir" (counted from its executable source, here) or "name" (read from
+    # the name IREE gave the dispatch, `name_work.py`, for a module without sources).
+    source: str = "ir"
 
     @property
     def bytes(self) -> int | None:
@@ -100,8 +105,10 @@ class DispatchWork:
 
     @property
     def label(self) -> str:
-        """`matmul+elementwise`, or `unknown: why`."""
+        """`matmul+elementwise`, `unknown: why`, or `conv_2d_nhwc_hwcf; bytes unknown: why`."""
         what = "+".join(dict.fromkeys(self.ops)) or ("copy" if self.bytes else "nothing")
+        if self.unknown and self.flops is not None:
+            return f"{what}; bytes unknown: {self.unknown}"
         return f"unknown: {self.unknown}" if self.unknown else what
 
 
@@ -110,8 +117,8 @@ class ModuleWork:
     """Every dispatch's work in one module, where it came from, and why there is none."""
 
     dispatches: dict[str, DispatchWork]
-    source: str  # executable sources FOLDER, or a FILE.work.json
-    reason: str | None = None  # why there is no work at all
+    source: str  # executable sources FOLDER, or a FILE.work.json; empty with a reason
+    reason: str | None = None  # why nothing was counted from the IR (the kernels' names are all there is)
 
     def lookup(self, kernel: str) -> DispatchWork | None:
         """The work of the dispatch a profile calls `kernel` (exact, else by the name's letters and digits)."""
@@ -150,8 +157,8 @@ def module_work(vmfb: Path) -> ModuleWork:
         return ModuleWork(
             {},
             source="",
-            reason=f"{vmfb.name} has no executable sources beside it: FLOPs and bytes unknown "
-            f"(run the .mlir or .onnx, or put {work_file.name} beside it)",
+            reason=f"{vmfb.name} has no executable sources beside it (for counts from the IR, run the .mlir or "
+            f".onnx, or put {work_file.name} beside it)",
         )
     work = ModuleWork(count_sources(sources), source=f"executable sources {sources}")
     with contextlib.suppress(OSError):  # a read-only folder: counted again next time, correct, only slower

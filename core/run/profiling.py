@@ -192,6 +192,8 @@ class ProfilePasses:
             device = self._devices[0]
             self._efficiency = KernelEfficiency(device, module_work(self._vmfb), self._clock and self._clock.name)
             work = self._efficiency.work
-            counted = f"counted from {work.source}" if not work.reason else work.reason
-            self._ctx.state.event("info", f"work per dispatch: {len(work.dispatches)} dispatches {counted}")
+            counted = f"{len(work.dispatches)} dispatches counted from {work.source}"
+            if work.reason:
+                counted = f"from {self._efficiency.work_source}"
+            self._ctx.state.event("info", f"work per dispatch: {counted}")
         return self._efficiency.annotate(summary, combine_passes(passes), self._clock_reason)

@@ -8,6 +8,9 @@ that bounds it; above the table are the pass's clock and the device's peaks,
 and a warning when the clock makes the times misleading. With a baseline
 (`b`, `--baseline`), a `vs base` column gives each kernel's p50 change
 against the baseline's (`-31%`, or `~` within the baseline's own spread).
+A kernel whose work was read from its dispatch name, not counted from its IR
+(a `.vmfb` without executable sources), is marked `*` and a note below the
+table says what that means.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from gputop.tui.bridge import (
+    NAME_MARK,
+    NAME_NOTE,
     RATE,
     TIME_US,
     KernelTiming,
@@ -27,6 +32,7 @@ from gputop.tui.bridge import (
     RunSnapshot,
     column,
     ms_fixed,
+    name_marked,
     pct_of_bound,
     percent,
     to_json,
@@ -67,12 +73,16 @@ class KernelsPane(BoxPane):
     KernelsPane #kernels-summary { height: auto; }
     KernelsPane #kernels-warning { height: auto; color: $warning; }
     KernelsPane #kernels-hint { height: auto; color: $text-muted; }
+    KernelsPane #kernels-note { height: auto; color: $text-muted; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static(id="kernels-summary")
         yield Static(id="kernels-warning")
         yield KeyedTable(COLUMNS, id="kernels-table")
+        note = Static(id="kernels-note")
+        note.display = False  # until a profile has kernels whose work was read from their names
+        yield note
         yield Static("no profile yet: press p to profile the running module", id="kernels-hint")
 
     def show(self, snapshot: RunSnapshot) -> None:
@@ -80,9 +90,11 @@ class KernelsPane(BoxPane):
         summary = self.query_one("#kernels-summary", Static)
         warning = self.query_one("#kernels-warning", Static)
         hint = self.query_one("#kernels-hint", Static)
+        note = self.query_one("#kernels-note", Static)
         if profile is None:
             self.query_one("#kernels-table", KeyedTable).sync({})
             summary.display = False
+            note.display = False
             warning.display = False
             hint.display = True
             show_text(
@@ -103,12 +115,15 @@ class KernelsPane(BoxPane):
             f"{profile.source}, {timing}, {profile.calls} calls\n"
             f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}" + (f"\n{limits}" if limits else ""),
         )
-        note = clock_warning(profile)
-        warning.display = note is not None
-        show_text(warning, f"⚠ {note}" if note else "")
+        clock = clock_warning(profile)
+        warning.display = clock is not None
+        show_text(warning, f"⚠ {clock}" if clock else "")
         baseline: LiveBaseline | None = getattr(self.app, "baseline", None)
         rows, labels = kernel_rows(profile.kernels, snapshot.function or "", baseline)
         self.query_one("#kernels-table", KeyedTable).sync(rows, labels, {"vs base": 1 if baseline else -1})
+        named = any(name_marked(to_json(k)) for k in profile.kernels)
+        note.display = named
+        show_text(note, f"{NAME_MARK} {NAME_NOTE}" if named else "")
 
 
 def vs_base(kernel: KernelTiming, baseline: LiveBaseline | None) -> str:
@@ -137,8 +152,9 @@ def kernel_rows(
         labels[name] = f"{prefixed.strip()}{name}"  # GFLOP/s, MB/s
     rows: dict[str, tuple[str | Text, ...]] = {}
     for index, kernel in enumerate(kernels):
+        mark = f" {NAME_MARK}" if name_marked(to_json(kernel)) else ""
         rows[kernel.name] = (
-            short_name(kernel.name, function),
+            short_name(kernel.name, function) + mark,
             str(kernel.count),
             numeric["avg"][index],
             numeric["min"][index],

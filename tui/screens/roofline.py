@@ -252,7 +252,8 @@ def _describe(kernel: KernelTiming) -> str:
         return f"not placed: {kernel.work or 'FLOPs unknown'}"
     pct = pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth)
     share = f", {percent(pct)} of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
-    return f"{flop_per_byte(kernel.intensity)}, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}"
+    named = " (work from its name)" if kernel.work_source == "name" else ""
+    return f"{flop_per_byte(kernel.intensity)}, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}{named}"
 
 
 class RooflineScreen(ModalScreen[None]):
