@@ -12,6 +12,8 @@ interrupted (129: the terminal hung up).
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import Any
 
 __all__ = [
@@ -37,8 +39,11 @@ __all__ = [
     "ParameterPlacementError",
     "ProfileError",
     "RuntimeFailure",
+    "UnwritableFile",
     "UnwritableFolder",
     "UsageError",
+    "no_space_left",
+    "unwritable_file",
 ]
 
 EXIT_OK = 0
@@ -141,6 +146,47 @@ class UnwritableFolder(RuntimeFailure):
         why = exc.strerror or str(exc)
         super().__init__(f"cannot write {folder}: {why} (set {variable} to a writable folder)")
         self.folder = folder
+
+
+class UnwritableFile(RuntimeFailure):
+    """A file of the run's own cannot be written mid-run (a disk that filled, one remounted read-only).
+
+    Its line names the file and why, as a full `samples.jsonl` does, never a traceback: the error path
+    that would keep one cannot write it either.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], why: str, variable: str = "GPUTOP_STATE_DIR") -> None:
+        super().__init__(f"cannot write {path}: {why} (free space or set {variable} to a writable folder)")
+        self.path = path
+
+
+# What a disk says when it cannot take a write: full, over quota, read-only. Any other OSError is a bug's.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def no_space_left(path: str | os.PathLike[str]) -> bool:
+    """Whether the disk under `path` (a file, or the folder it was to be in) has no room left."""
+    for where in (os.fspath(path), os.path.dirname(os.fspath(path)) or "."):
+        try:
+            return os.statvfs(where).f_bavail == 0
+        except OSError:
+            continue
+    return False
+
+
+def unwritable_file(exc: OSError, where: str | os.PathLike[str]) -> UnwritableFile | None:
+    """`exc` as an `UnwritableFile` when a disk refused a write, else None (the error is not the disk's).
+
+    `where` is the file or folder being written, named when `exc` names none (a write to an open file
+    fails without a name). NumPy's short write (`262144 requested and 118752 written`) carries no errno:
+    the disk is asked, before the partial file is removed (which gives room back).
+    """
+    path = exc.filename or where
+    if exc.errno in DISK_ERRNOS:
+        return UnwritableFile(path, exc.strerror or os.strerror(exc.errno))
+    if exc.errno is None and no_space_left(path):
+        return UnwritableFile(path, os.strerror(errno.ENOSPC))
+    return None
 
 
 class ConvertError(Exception):

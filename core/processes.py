@@ -18,6 +18,7 @@ before it ends on its closed stdin instead.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -32,7 +33,7 @@ from typing import Any
 
 import psutil
 
-from gputop.core.errors import Interrupted, RuntimeFailure
+from gputop.core.errors import Interrupted, RuntimeFailure, UnwritableFile, unwritable_file
 
 __all__ = [
     "STALL_S",
@@ -120,13 +121,23 @@ def run_logged(
     """Run `command` with its output in `log_path`; return (output, exit code).
 
     Raises `Interrupted` when `cancel` is set (the child is terminated, then
-    killed) and `RuntimeFailure` when it outlives `timeout_s`. While the child
+    killed), `RuntimeFailure` when it outlives `timeout_s` and `UnwritableFile`
+    when the log cannot be written (a full disk). While the child
     uses no CPU (stopped, or blocked), `on_stall` is told for how long, once per `stall_s`.
     """
     deadline = time.monotonic() + timeout_s if timeout_s else None
-    with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
+    try:
+        log = open(log_path, "w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        raise _unwritable_log(exc, log_path) from None
+    try:
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
+    except OSError as exc:  # a full disk: the line names the log, never a bare errno
+        with contextlib.suppress(OSError):  # closing flushes again, and fails again
+            log.close()
+        raise _unwritable_log(exc, log_path) from None
+    with log:
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, **child_options()
         )
@@ -154,6 +165,10 @@ def run_logged(
             raise
         log.seek(0)
         return log.read(), returncode
+
+
+def _unwritable_log(exc: OSError, log_path: Path) -> UnwritableFile:
+    return unwritable_file(exc, log_path) or UnwritableFile(log_path, exc.strerror or str(exc))
 
 
 class _StallWatch:

@@ -7,13 +7,16 @@ installs them when it runs as root, as CI does).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +137,36 @@ def end_child(child: subprocess.Popen[str], signum: int = 15, timeout: float = 6
         _, stderr = child.communicate()
         raise AssertionError(f"gputop did not end within {timeout} s of signal {signum}: {stderr}") from None
     return stderr or ""
+
+
+@contextmanager
+def tmpfs(folder: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted on `folder` with `options` (`ro,size=1m`, `size=2m`); the test is skipped where it cannot be.
+
+    chmod 0555 does not stop root, so a read-only or a full folder has to be a real filesystem.
+    """
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    folder.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True, check=False
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        for _ in range(50):  # a child that has only just exited may still hold it for a moment
+            if subprocess.run(["umount", str(folder)], capture_output=True, check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+        assert not os.path.ismount(folder)
+
+
+def fill_disk(path: Path) -> None:
+    """Write zeros to `path` until its disk is full."""
+    with open(path, "wb", buffering=0) as filler, contextlib.suppress(OSError):
+        while True:
+            filler.write(b"\0" * 4096)

@@ -7,7 +7,6 @@ and goes on, and that nothing it started is left behind.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -18,14 +17,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
 import pytest
 
-from conftest import assert_one_line_error, poll, run_gputop, spawn_gputop
+from conftest import assert_one_line_error, fill_disk, poll, run_gputop, spawn_gputop, tmpfs
 from gputop.core.module.compile import find_compiler
 from gputop.core.processes import run_logged
 
@@ -425,32 +422,6 @@ def test_half_open_connections_cost_no_threads_and_a_scrape_still_answers() -> N
 # --- mounts: a read-only or a tiny tmpfs, made for the test and always taken away ------------------------
 
 
-@contextmanager
-def _tmpfs(folder: Path, options: str) -> Iterator[Path]:
-    """A tmpfs mounted on `folder` with `options` (`ro,size=1m`, `size=2m`); the test is skipped where it cannot be.
-
-    chmod 0555 does not stop root, so a read-only or a full folder has to be a real filesystem.
-    """
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root and mount(8)")
-    folder.mkdir(parents=True, exist_ok=True)
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True, check=False
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        for _ in range(50):  # a child that has only just exited may still hold it for a moment
-            if subprocess.run(["umount", str(folder)], capture_output=True, check=False).returncode == 0:
-                break
-            time.sleep(0.1)
-        else:
-            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
-        assert not os.path.ismount(folder)
-
-
 # --- 7. the crash log is the user's own ---------------------------------------------------------------
 
 
@@ -485,7 +456,7 @@ def test_an_internal_error_beside_a_foreign_crash_log_is_one_line(tmp_path: Path
 
 def test_an_internal_error_with_nowhere_to_write_is_still_one_line(tmp_path: Path) -> None:
     report = _internal_error_report(tmp_path)
-    with _tmpfs(tmp_path / "ro-state", "ro,size=1m") as state:
+    with tmpfs(tmp_path / "ro-state", "ro,size=1m") as state:
         proc = run_gputop(
             "compare", str(report), str(report), env={"TMPDIR": str(state), "GPUTOP_STATE_DIR": str(state)}
         )
@@ -500,15 +471,8 @@ def test_an_internal_error_with_nowhere_to_write_is_still_one_line(tmp_path: Pat
 _HINT = "set GPUTOP_STATE_DIR to a writable folder"
 
 
-def _fill(path: Path) -> None:
-    """Write zeros to `path` until its disk is full."""
-    with open(path, "wb", buffering=0) as filler, contextlib.suppress(OSError):
-        while True:
-            filler.write(b"\0" * 4096)
-
-
 def test_a_read_only_state_folder_is_one_line_headless_and_in_the_tui(tmp_path: Path) -> None:
-    with _tmpfs(tmp_path / "ro-state", "ro,size=1m") as state:
+    with tmpfs(tmp_path / "ro-state", "ro,size=1m") as state:
         env = {"GPUTOP_STATE_DIR": str(state), "TMPDIR": str(tmp_path)}
         headless = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", env=env, timeout=120)
         tui = run_gputop("demo:mlp", "--device", "local-task", env=env, timeout=120)
@@ -518,9 +482,9 @@ def test_a_read_only_state_folder_is_one_line_headless_and_in_the_tui(tmp_path: 
 
 
 def test_a_full_state_folder_is_one_line_headless_and_in_the_tui(tmp_path: Path) -> None:
-    with _tmpfs(tmp_path / "full-state", "size=64k") as state:
+    with tmpfs(tmp_path / "full-state", "size=64k") as state:
         (state / "sessions").mkdir()
-        _fill(state / "filler")
+        fill_disk(state / "filler")
         env = {"GPUTOP_STATE_DIR": str(state), "TMPDIR": str(tmp_path)}
         headless = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", env=env, timeout=120)
         tui = run_gputop("demo:mlp", "--device", "local-task", env=env, timeout=120)
@@ -531,7 +495,7 @@ def test_a_full_state_folder_is_one_line_headless_and_in_the_tui(tmp_path: Path)
 
 
 def test_a_read_only_home_names_the_state_folder(tmp_path: Path) -> None:
-    with _tmpfs(tmp_path / "home", "ro,size=1m") as home:
+    with tmpfs(tmp_path / "home", "ro,size=1m") as home:
         env = {
             "HOME": str(home),
             "GPUTOP_STATE_DIR": "",
@@ -546,7 +510,7 @@ def test_a_read_only_home_names_the_state_folder(tmp_path: Path) -> None:
 
 def test_a_read_only_cache_runs_uncached_with_a_warning(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    with _tmpfs(tmp_path / "ro-cache", "ro,size=1m") as cache:
+    with tmpfs(tmp_path / "ro-cache", "ro,size=1m") as cache:
         env = {"GPUTOP_CACHE_DIR": str(cache), "GPUTOP_STATE_DIR": str(state)}
         proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "2", "--json", "-", env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -566,7 +530,7 @@ def test_a_disk_that_fills_mid_run_is_said_and_the_ending_still_written(
     tmp_path: Path, own_cache: dict[str, str]
 ) -> None:
     # 768 KiB: the manifest and the first samples fit, 3000 calls' samples do not (about 1.3 MB).
-    with _tmpfs(tmp_path / "small-state", "size=768k") as state:
+    with tmpfs(tmp_path / "small-state", "size=768k") as state:
         env = {**own_cache, "GPUTOP_STATE_DIR": str(state)}
         proc = run_gputop("run", "demo:mlp", "--device", "local-task", "-n", "3000", env=env, timeout=120)
         [folder] = list((state / "sessions").iterdir())

@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,6 +48,7 @@ from gputop.tui.bridge import (
     load_baseline,
 )
 from gputop.tui.ending import SignalEnding, parent_pid
+from gputop.tui.farewell import farewell
 from gputop.tui.panes import (
     COLUMNS,
     BoxPane,
@@ -450,7 +452,17 @@ class GputopApp(App[int]):
             self.log_line("info", "screenshot offered to the browser")
             return
         folder = self.source.session_dir or Path.cwd()
-        path = self.save_screenshot(path=str(folder))
+        # Named as Textual's save_screenshot names it; written here so a failed write can be taken back.
+        path = folder / f"{self.title}_{datetime.now().strftime('%Y-%m-%dT%H_%M_%S_%f')}.svg"
+        try:
+            path.write_text(self.export_screenshot(), encoding="utf-8")
+        except OSError as exc:  # a full or read-only disk: said in one line, never a traceback over the screen
+            with contextlib.suppress(OSError):
+                path.unlink()  # what was written of it: no half picture, and its room back
+            why = exc.strerror or str(exc)
+            self.notify(f"screenshot not saved: {why}", severity="error")  # the path is in the Log
+            self.log_line("error", f"screenshot not saved: {path}: {why}")
+            return
         self.log_line("info", f"screenshot saved to {path}")
 
     def pane(self, kind: type[PaneT]) -> PaneT:
@@ -545,9 +557,10 @@ def run_engine_app(
         code = app.run()
     finally:
         source.stop(timeout=15)
-    # The screen is gone: say where the run went (gputop report/open take this folder).
-    print(f"gputop: session recorded in {folder}", file=sys.stderr, flush=True)
-    return code or 0
+    # The screen is gone: say where the run went (gputop report/open take this folder), or what of it was lost.
+    last = farewell(source.record_check())
+    print(last.line, file=sys.stderr, flush=True)
+    return code or last.exit_code or 0
 
 
 def run_replay(snapshots: list[RunSnapshot]) -> int:

@@ -27,7 +27,7 @@ from textual.message import Message
 
 from gputop.core.compare.diff import Change
 from gputop.core.compare.live import LiveBaseline
-from gputop.core.errors import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
+from gputop.core.errors import EXIT_RUNTIME, EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 from gputop.core.module.devices import IREE_BACKENDS, list_devices
 from gputop.core.profiling.efficiency import ridge_intensity
 from gputop.core.renderdoc.captures import CaptureVerifier, capture_info
@@ -51,6 +51,7 @@ from gputop.core.snapshot import (
     RunSnapshot,
     to_json,
 )
+from gputop.core.store.completeness import RecordCheck, check_record
 from gputop.core.store.reader import baseline_candidates, read_side
 from gputop.core.store.replay import read_snapshots
 from gputop.core.units import (
@@ -80,6 +81,7 @@ from gputop.tui.viewer import AttachSource, EngineProcess
 __all__ = [
     "BUSY_STATES",
     "BYTES",
+    "EXIT_RUNTIME",
     "EXIT_SIGHUP",
     "EXIT_SIGINT",
     "EXIT_SIGTERM",
@@ -104,6 +106,7 @@ __all__ = [
     "ParameterLoad",
     "Phases",
     "ProfileSummary",
+    "RecordCheck",
     "ReplaySource",
     "RunConfig",
     "RunSnapshot",
@@ -111,6 +114,7 @@ __all__ = [
     "SnapshotSource",
     "SourceNote",
     "baseline_choices",
+    "check_record",
     "column",
     "fixed",
     "flop_per_byte",

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,12 +45,16 @@ from gputop.core.processes import last_line
 from gputop.core.renderdoc.captures import capture_info
 from gputop.core.serving.control_socket import ControlUnavailable, StreamReader, ask
 from gputop.core.snapshot import CaptureInfo, DeviceInfo, RunSnapshot
+from gputop.core.store.completeness import RecordCheck, check_record
 from gputop.core.store.follow import SessionFollower, describe_command
+from gputop.core.store.reader import read_manifest
 from gputop.core.store.replay import snapshot_from_json, value_from_json
+from gputop.core.store.reserve import release_abandoned_reserve
 from gputop.tui.messages import SnapshotArrived, SourceNote
 
 __all__ = ["ENGINE_LOG", "AttachSource", "EngineProcess"]
 
+SNAPSHOT_ENDINGS = ("finished", "stopped", "error")  # the states a run's last snapshot ends in
 ENGINE_LOG = "engine.log"  # the engine's own stderr, in its session folder: never the viewer's terminal
 PARENT_ENV = "GPUTOP_PARENT_PID"  # the engine lives only as long as this pid (see tui/ending.py)
 
@@ -80,6 +85,7 @@ class AttachSource:
         self.ended: str | None = None  # the run's final state once it has ended
         self.generation = 0  # the newest run segment seen: snapshots of older ones are not drawn
         self.streamed = False  # whether snapshots came by the stream (else by reading the folder)
+        self._shown: RunSnapshot | None = None  # the newest snapshot posted, by segment and seq
 
     @property
     def session_dir(self) -> Path | None:
@@ -95,6 +101,10 @@ class AttachSource:
         self._thread.start()
 
     def _post(self, target: _Poster, snapshot: RunSnapshot) -> None:
+        shown = self._shown
+        if shown is not None and (snapshot.segment, snapshot.seq) < (shown.segment, shown.seq):
+            return  # the record lags the stream (a full disk stops it): an older sample never covers a newer one
+        self._shown = snapshot
         self.generation = max(self.generation, snapshot.segment)
         target.post_message(SnapshotArrived(snapshot, snapshot.segment))
 
@@ -154,9 +164,17 @@ class AttachSource:
         if last is not None:
             self._post(target, last)
         self.ended = ended
-        code = self._follower.manifest.get("exit_code")
+        manifest = self._follower.manifest
+        code = manifest.get("exit_code")
+        error = manifest.get("error") if ended == "error" else None
+        shown = self._shown
+        if shown is not None and shown.state not in SNAPSHOT_ENDINGS:
+            # Its last snapshot never came (a full disk, a crash): the manifest's ending, the one thing the
+            # room kept for it lets a run write, says how it ended; the header must not say `running` on.
+            self._post(target, replace(shown, state=ended, error=str(error) if error else shown.error))
         exit_note = f", exit code {code}" if code is not None else ""
-        self._note(target, "warning", f"the run has ended: {ended}{exit_note}")
+        said = f": {error}" if error and (shown is None or shown.error != error) else ""
+        self._note(target, "warning", f"the run has ended: {ended}{exit_note}{said}")
         return True
 
     def stop(self, timeout: float = 30.0) -> bool:
@@ -323,6 +341,12 @@ class EngineProcess(AttachSource):
                 return line[len(prefix) :]
         return line
 
+    def _check_ended(self, target: _Poster) -> bool:
+        process = self._process
+        if process is not None:
+            process.poll()  # reap an engine that ended on its own: a zombie's pid still exists
+        return super()._check_ended(target)
+
     def _signal(self, signum: int) -> None:
         process = self._process
         if process is not None and process.poll() is None:
@@ -353,7 +377,15 @@ class EngineProcess(AttachSource):
                 except subprocess.TimeoutExpired:
                     self._kill()
         super().stop(timeout=2.0)
-        return process is None or process.poll() is not None
+        gone = process is None or process.poll() is not None
+        if gone:  # an engine that died without its ending (killed) left the room kept for one
+            with contextlib.suppress(UsageError):
+                release_abandoned_reserve(self._folder, read_manifest(self._folder))
+        return gone
+
+    def record_check(self) -> RecordCheck:
+        """What the session folder holds of the run's record (once the engine has stopped)."""
+        return check_record(self._folder)
 
     def interrupt(self, exit_code: int) -> None:
         """A signal reached the viewer: the engine gets the same one, and records `interrupted` with its code."""

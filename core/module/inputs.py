@@ -8,6 +8,7 @@ outputs can be compared.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from gputop.core.errors import RuntimeFailure, UsageError
+from gputop.core.errors import RuntimeFailure, UnwritableFile, UsageError, unwritable_file
 from gputop.core.files import require_file
 from gputop.core.module.signature import BUFFER_VIEW, DTYPES, FunctionSignature, TensorType, parse_tensor_type
 
@@ -224,8 +225,16 @@ def _given_arrays(signature: FunctionSignature, given: list[str]) -> list[np.nda
 
 
 def tool_input_args(signature: FunctionSignature, arrays: Sequence[np.ndarray], folder: Path) -> list[str]:
-    """`--input=` values for IREE's tools: tensors as .npy files, scalar arguments as their value."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """`--input=` values for IREE's tools: tensors as .npy files, scalar arguments as their value.
+
+    Raises:
+        UnwritableFile: a file could not be written (a full disk); what was written of it is removed, so
+            the room it took is there again for the session's ending.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise unwritable_file(exc, folder) or UnwritableFile(folder, exc.strerror or str(exc)) from None
     args = []
     for index, (kind, array) in enumerate(zip(signature.inputs, arrays, strict=True)):
         if kind.is_scalar:
@@ -234,6 +243,13 @@ def tool_input_args(signature: FunctionSignature, arrays: Sequence[np.ndarray], 
             args.append(str(int(value)) if isinstance(value, bool) else str(value))
         else:
             path = folder / f"input{index}.npy"
-            np.save(path, array)
+            try:
+                np.save(path, array)
+            except OSError as exc:  # np.save's own error names no file: a write to an open file fails bare
+                # Made before the partial file goes: it may ask the disk why.
+                error = unwritable_file(exc, path) or UnwritableFile(path, exc.strerror or str(exc))
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                raise error from None
             args.append(f"@{path}")
     return args

@@ -12,6 +12,8 @@ it runs, and its kernels are rated against their work and the device's peaks
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import re
 import statistics
 from collections import deque
@@ -20,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gputop.core.compare.samples import dispatch_samples
-from gputop.core.errors import GputopError, Interrupted
+from gputop.core.errors import GputopError, Interrupted, UnwritableFile, no_space_left
 from gputop.core.profiling.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
 from gputop.core.profiling.cupti import record_calls
 from gputop.core.profiling.efficiency import KernelEfficiency
@@ -96,7 +98,11 @@ class ProfilePasses:
         self._efficiency: KernelEfficiency | None = None
 
     def take(self, calls: int, *, function: str, input_files: list[str], call_once: Callable[[], object]) -> None:
-        """One pass of `calls` calls; a failed pass is a warning in the log, and the run goes on."""
+        """One pass of `calls` calls; a failed pass is a warning in the log, and the run goes on.
+
+        Raises:
+            UnwritableFile: the pass's files could not be written (a full disk): the run ends with it.
+        """
         ctx = self._ctx
         device = self._devices[0]
         ctx.state.set_profiling(True)
@@ -178,9 +184,13 @@ class ProfilePasses:
                 ctx.state.event("info", f"profile: {breakdown_line(latest.call_breakdown)}")
             for hint in latest.hints:
                 ctx.state.event("info", f"iree-profile explain: {hint}")
-        except Interrupted:
+        except (Interrupted, UnwritableFile):
+            # A full disk ends the run: a pass that cannot write its files measures nothing, and so would
+            # every pass after it; one line naming the file beats a warning repeated every period.
             raise
         except GputopError as exc:
+            if no_space_left(ctx.session_dir):  # the tool's own words for it vary: the disk says why it failed
+                raise UnwritableFile(ctx.session_dir, os.strerror(errno.ENOSPC)) from None
             ctx.state.event("warning", f"profile failed: {exc}", exc.log_path)
         finally:
             watch.stop()

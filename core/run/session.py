@@ -26,7 +26,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import EXIT_CHECK, EXIT_RUNTIME, GputopError, Interrupted, RuntimeFailure, UnwritableFolder
+from gputop.core.errors import (
+    EXIT_CHECK,
+    EXIT_RUNTIME,
+    GputopError,
+    Interrupted,
+    RuntimeFailure,
+    UnwritableFolder,
+    unwritable_file,
+)
 from gputop.core.files import file_sha256
 from gputop.core.paths import new_session_dir, note_session_dir
 from gputop.core.run.capture import RenderDocHook
@@ -289,18 +297,35 @@ class Session:
             self._state.set_state("stopped" if self._controls.stopping else "finished")
         except GputopError as exc:
             self._fail(exc)
+        except OSError as exc:  # a disk that filled under a file of the run's (a profile pass's, a trace)
+            self._fail(unwritable_file(exc, self.session_dir) or self._internal_error(exc))
         except Exception as exc:  # anything else is a gputop bug: keep the traceback
-            log = self._log_traceback()
-            self._fail(RuntimeFailure(f"internal error: {exc}", log_path=str(log)))
+            self._fail(self._internal_error(exc))
         finally:
-            if renderdoc is not None:
+            try:
+                self._teardown(renderdoc)
+            finally:  # whatever teardown met, the run is over: waiters (the command line, a host) must see it
+                self._done.set()
+
+    def _teardown(self, renderdoc: RenderDocHook | None) -> None:
+        """Close the capture hook, the flow and the channel, then write the ending; a failure is logged, not raised."""
+        if renderdoc is not None:
+            try:
                 renderdoc.close()
-            if self._flow is not None:
-                self._close_flow(self._flow)
-            self._close_control()
-            self._state.publish(force=True)
-            self._finish_record()
-            self._done.set()
+            except Exception:  # the record must still be written: keep the traceback
+                self._log_traceback()
+        if self._flow is not None:
+            self._close_flow(self._flow)
+        self._close_control()
+        self._state.publish(force=True)
+        self._finish_record()
+
+    def _internal_error(self, exc: Exception) -> RuntimeFailure:
+        """A gputop bug as the run's one-line error, its traceback in session.log where that can be written."""
+        log = self._log_traceback()
+        if log is None:
+            return RuntimeFailure(f"internal error: {exc} (no traceback could be written)")
+        return RuntimeFailure(f"internal error: {exc}", log_path=str(log))
 
     def _call_loop(self, flow: Flow) -> None:
         """Calls until the count is reached or a stop; profile passes and captures between calls."""
@@ -351,11 +376,18 @@ class Session:
         if reason is not None:
             self._state.event("warning", f"capture: {reason}")
 
-    def _log_traceback(self) -> Path:
-        """The exception being handled, appended to the session's log (a gputop bug: keep it); the log."""
+    def _log_traceback(self) -> Path | None:
+        """The exception being handled, appended to the session's log (a gputop bug: keep it); the log.
+
+        None when the log cannot be written (a full disk): the error being handled must still end the
+        run as an error, not be replaced by this one on the way.
+        """
         log = self.session_dir / "session.log"
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(traceback.format_exc())
+        try:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+        except OSError:
+            return None
         return log
 
     def _close_flow(self, flow: Flow) -> None:
@@ -379,6 +411,7 @@ class Session:
         except Exception:  # a bug in the report must not lose the samples: keep the traceback
             self._log_traceback()
         snapshot = self.snapshot
+        error = self._state.error
         self.report = self._writer.close(
             report,
             state=state,
@@ -386,4 +419,5 @@ class Session:
             published=self._state.published,
             device=snapshot.device,
             devices=list(self._state.devices),
+            error=str(error) if error is not None else None,  # a viewer says it when no sample could carry it
         )

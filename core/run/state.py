@@ -120,6 +120,10 @@ class RunState:
         self._last_publish = 0.0
         self._snapshot = self._build_snapshot()
         writer.keep_samples_from(self.samples)
+        # A record that stops (a full disk) is an error in the Log too: a TUI's engine has no terminal to say it
+        # on, and its stderr (engine.log) is on the same full disk. Error-level: the headless echo skips it,
+        # since the writer has said it on stderr already.
+        writer.tell_record_stopped(lambda text: self.event("error", text))
 
     # -- readers (any thread) ---------------------------------------------------
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:

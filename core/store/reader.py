@@ -5,7 +5,8 @@ says what ran where and how it ended, `samples.jsonl` holds every snapshot
 taken, `report.json` the final report. A run killed before its end has no
 report and a manifest still saying `running`: its report is rebuilt from the
 last complete sample line, and its state is shown as `crashed` once its
-process is gone.
+process is gone; listing it then gives back the room it kept on the disk for
+an ending it never wrote (`.reserve`, see reserve.py).
 
 One bad folder never hides the others: a folder whose manifest cannot be read
 or says something no run writes (`started_at` null, a string or infinite, a
@@ -30,6 +31,7 @@ from gputop.core.paths import state_dir
 from gputop.core.processes import pid_alive
 from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.replay import snapshot_from_json
+from gputop.core.store.reserve import release_abandoned_reserve
 from gputop.core.store.writer import FINAL_STATES, INDEX, MANIFEST, REPORT, SAMPLES
 
 __all__ = [
@@ -214,6 +216,8 @@ def effective_state(manifest: dict[str, Any]) -> str:
 def entry_for(folder: Path) -> SessionEntry:
     manifest = read_manifest(folder)
     state = effective_state(manifest)
+    if state == "crashed":  # its process is gone: the room it kept for an ending it never wrote goes back
+        release_abandoned_reserve(folder, manifest)
     duration = manifest.get("duration_s")
     samples = manifest.get("samples")
     if duration is None or state not in FINAL_STATES:

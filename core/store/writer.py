@@ -34,6 +34,7 @@ from typing import Any
 from gputop.core.compare.samples import CALLS_FILE
 from gputop.core.paths import state_dir
 from gputop.core.snapshot import RunSnapshot, to_json
+from gputop.core.store.reserve import keep_reserve, release_reserve
 from gputop.core.versions import versions
 
 __all__ = [
@@ -50,8 +51,6 @@ __all__ = [
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
-RESERVE = ".reserve"  # room kept on the disk for the ending (see SessionWriter)
-RESERVE_BYTES = 256 * 1024
 REPORT = "report.json"
 INDEX = "sessions.jsonl"  # every session ever started, wherever its folder is (--session-dir)
 FORMAT = 1
@@ -99,6 +98,7 @@ class SessionWriter:
         self._line_listener: Callable[[bytes], None] | None = None
         self._line_wanted: Callable[[], bool] = lambda: False
         self._samples_source: Callable[[], dict[str, Any]] | None = None
+        self._record_stopped: Callable[[str], None] | None = None
         self._samples_written_at = time.monotonic()
         self.written = 0
         self.last_seq = 0
@@ -141,9 +141,8 @@ class SessionWriter:
             _append_index(folder, self._manifest)
         self._samples = open(folder / SAMPLES, "a", encoding="utf-8")  # noqa: SIM115 (owned by the writer thread)
         # Room kept for the ending: when the disk fills mid-run, this is freed so report.json and the
-        # manifest's ending can still be written (a crashed run leaves it; an ended one removes it).
-        with contextlib.suppress(OSError), open(folder / RESERVE, "wb") as reserve:
-            reserve.write(b"\0" * RESERVE_BYTES)
+        # manifest's ending can still be written (see core/store/reserve.py for a run that died without one).
+        keep_reserve(folder)
         self._thread = threading.Thread(target=self._write_samples, name="gputop-record", daemon=True)
         self._thread.start()
 
@@ -171,6 +170,10 @@ class SessionWriter:
         listens: viewers get every snapshot, the record keeps its thinning.
         """
         self._line_listener, self._line_wanted = listener, wanted
+
+    def tell_record_stopped(self, listener: Callable[[str], None]) -> None:
+        """Who is told, once and on the writer's thread, that samples.jsonl stopped (besides stderr)."""
+        self._record_stopped = listener
 
     def keep_samples_from(self, source: Callable[[], dict[str, Any]]) -> None:
         """Where `calls.json` comes from: called on the writer's thread every SAMPLES_EVERY_S, and at the end."""
@@ -240,13 +243,16 @@ class SessionWriter:
                 self._samples.flush()
             except OSError as exc:
                 self.write_error = f"{self.folder / SAMPLES}: {exc.strerror}"
+                said = (
+                    f"the record stopped: {self.write_error} (the run goes on; its report says how many "
+                    "samples were lost)"
+                )
                 with contextlib.suppress(Exception):  # said when it happens, not only at the end
-                    print(
-                        f"gputop: warning: the record stopped: {self.write_error} (the run goes on; its "
-                        "report says how many samples were lost)",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    print(f"gputop: warning: {said}", file=sys.stderr, flush=True)
+                told = self._record_stopped
+                if told is not None:
+                    with contextlib.suppress(Exception):  # a listener's failure must not stop the record thread
+                        told(said)
                 continue
             self.written += 1
             self.last_seq = snapshot.seq
@@ -316,8 +322,7 @@ class SessionWriter:
     def _write_ending(
         self, report: dict[str, Any] | None, *, state: str, exit_code: int, published: int, **fields: Any
     ) -> dict[str, Any] | None:
-        with contextlib.suppress(OSError):  # the room kept for this ending
-            (self.folder / RESERVE).unlink()
+        release_reserve(self.folder)  # the room kept for this ending
         if report is not None:
             report = {**report, "record": self._record_block(published)}
             samples = report.get("samples")

@@ -28,6 +28,8 @@ STATE_STYLES = {
     "finished": "bold green",
     "stopped": "dim",
     "error": "bold white on red",
+    "interrupted": "dim",
+    "crashed": "bold white on red",  # its process died without an ending (the viewer read the manifest)
 }
 
 
