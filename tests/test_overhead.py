@@ -6,17 +6,21 @@ call-marks library sleeps inside each of the tool's timed calls, so the pass's o
 
 from __future__ import annotations
 
+import io
 import json
 import statistics
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from conftest import run_gputop
 from gputop.core.profiling.call_marks import marks_library
 from gputop.core.profiling.overhead import SLOW_CALL_ENV, WARN_RATIO, overhead_warning
 from gputop.core.profiling.profiles import PROFILING_MODES, benchmark_call_ms
 from gputop.core.store.replay import read_snapshots
+from gputop.tui.panes.kernels import pass_cost_warning
+from gputop.tui.screens.timeline import render_timeline
 
 KEYS = {"ratio", "profiled_mean_ms", "unprofiled_mean_ms", "unprofiled_calls", "method"}
 
@@ -39,7 +43,7 @@ def test_pass_reports_its_cost_against_the_tools_unprofiled_calls(tmp_path: Path
     # The unprofiled side is the tool's own unprofiled run, as many calls as the pass, kept in the session.
     assert overhead["unprofiled_calls"] == profile["calls"] == 30
     assert "separate unprofiled run of the same tool" in overhead["method"]
-    (timings,) = Path(report["session_dir"]).glob("profile-*-unprofiled-calls.json")
+    (timings,) = Path(report["session_dir"]).glob("profile-*-unprofiled.json")
     unprofiled = benchmark_call_ms(timings)
     assert len(unprofiled) == 30
     assert overhead["unprofiled_mean_ms"] == pytest.approx(statistics.fmean(unprofiled))
@@ -63,9 +67,17 @@ def test_slowed_pass_is_a_warning_naming_what_was_on(tmp_path: Path) -> None:
     assert overhead["profiled_mean_ms"] - overhead["unprofiled_mean_ms"] > slow_ms * 0.8
     modes = PROFILING_MODES["local-task"]
     assert "WARNING   profiling slowed the calls" in printout and modes in printout
-    events = read_snapshots(Path(report["session_dir"]) / "samples.jsonl")[-1].events
-    warnings = [e.message for e in events if e.level == "warning" and "profiling slowed the calls" in e.message]
+    snapshot = read_snapshots(Path(report["session_dir"]) / "samples.jsonl")[-1]
+    slowed = "profiling slowed the calls"
+    warnings = [e.message for e in snapshot.events if e.level == "warning" and slowed in e.message]
     assert len(warnings) == 1 and modes in warnings[0]
+    # The Timeline and the Kernels pane say it from the recorded snapshot.
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(render_timeline(snapshot, 120))
+    timeline = console.export_text()
+    assert "pass cost: profiled calls " in timeline and "⚠ profiling slowed the calls" in timeline
+    assert snapshot.profile is not None
+    assert modes in (pass_cost_warning(snapshot.profile) or "")
 
 
 def test_no_warning_at_or_under_the_threshold() -> None:

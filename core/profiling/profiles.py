@@ -446,7 +446,7 @@ def profile_with_ireeprof(
         base = profiled_calls_command(vmfb, devices, function, input_args, bundle)
         unprofiled_ms = benchmark_call_ms(
             unprofiled_tool_run(
-                base, calls, out_dir / f"{stem}-unprofiled-calls.json", out_dir / f"{stem}-unprofiled.log", cancel
+                base, calls, out_dir / f"{stem}-unprofiled.json", out_dir / f"{stem}-unprofiled.log", cancel
             )
         )
     # Call marks: where each call starts and ends, so nothing of a call is left outside the records.
