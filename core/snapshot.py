@@ -43,6 +43,7 @@ __all__ = [
     "Phases",
     "PoolStats",
     "PoolUsage",
+    "ProfileOverhead",
     "ProfileSummary",
     "RunSnapshot",
     "RunSummary",
@@ -357,6 +358,21 @@ class CallBreakdown:
 
 
 @dataclass(frozen=True)
+class ProfileOverhead:
+    """What a profile pass cost: its calls' mean synced time against unprofiled calls of the same work.
+
+    Its five keys are the report's `profile.overhead` contract; `method` says which unprofiled calls
+    were the reference (the run's own calls just before the pass, or the tool's own unprofiled run).
+    """
+
+    ratio: float  # profiled_mean_ms / unprofiled_mean_ms
+    profiled_mean_ms: float
+    unprofiled_mean_ms: float
+    unprofiled_calls: int
+    method: str
+
+
+@dataclass(frozen=True)
 class ProfileSummary:
     """One profile pass: kernels, the synced call time beside the kernel time, and files."""
 
@@ -378,6 +394,8 @@ class ProfileSummary:
     peaks: DevicePeaks | None = None  # the device's peaks the kernels are measured against
     peaks_reason: str | None = None  # why there are none (a part gputop has no datasheet for)
     work_source: str | None = None  # where the kernels' work came from, in words (sources, a work file, names)
+    overhead: ProfileOverhead | None = None  # the newest pass's calls against unprofiled ones (None: unmeasured)
+    profiling_on: str | None = None  # what the pass had on: CUPTI activity kinds or IREE profiling modes
 
 
 @dataclass(frozen=True)

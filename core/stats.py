@@ -118,6 +118,10 @@ class CallTimer:
             return None
         return (count - 1) / (last - first)
 
+    def recent(self, n: int) -> list[float]:
+        """The newest `n` call times (ms, fewer where the run has made fewer), oldest first."""
+        return [float(v) for v in self._recent(n)]
+
     def _recent(self, n: int) -> np.ndarray:
         """The newest `n` times, oldest first."""
         n = min(n, self._count, WINDOW)

@@ -50,3 +50,20 @@ def test_slow_calls_still_have_a_rate() -> None:
     now = 100.0 + 3 * 4.7 + 1.0
     assert timer.recent_rate(now=now) == pytest.approx(1 / 4.7)
     assert timer.recent_rate(now=now + 20.0) is None  # and none once they stop
+
+
+def test_recent_calls_are_the_newest_in_order_across_the_ring() -> None:
+    """What an in-process profile pass is set against: the run's newest max(calls, 20) calls, oldest first."""
+    from gputop.core.profiling.overhead import run_window
+    from gputop.core.stats import WINDOW
+
+    timer = CallTimer()
+    for i in range(5):
+        timer.add(i / 1e3)
+    assert timer.recent(run_window(3)) == [0.0, 1.0, 2.0, 3.0, 4.0]  # fewer calls than asked: all of them
+    for i in range(5, WINDOW + 30):
+        timer.add(i / 1e3)
+    newest = timer.recent(run_window(300))
+    assert len(newest) == 300
+    assert newest == pytest.approx([i for i in range(WINDOW + 30 - 300, WINDOW + 30)])
+    assert run_window(3) == 20 and run_window(300) == 300

@@ -30,6 +30,7 @@ from gputop.core.compare.live import LiveBaseline
 from gputop.core.errors import EXIT_RUNTIME, EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 from gputop.core.module.devices import IREE_BACKENDS, list_devices
 from gputop.core.profiling.efficiency import ridge_intensity
+from gputop.core.profiling.overhead import overhead_text, overhead_warning
 from gputop.core.renderdoc.captures import CaptureVerifier, capture_info
 from gputop.core.run import RunConfig, Session
 from gputop.core.serving.access import exposure_warning
@@ -125,6 +126,8 @@ __all__ = [
     "ms",
     "ms_fixed",
     "name_marked",
+    "overhead_text",
+    "overhead_warning",
     "pct_of_bound",
     "percent",
     "ridge_intensity",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gputop.core.profiling.overhead import overhead_text, overhead_warning
 from gputop.core.units import (
     NAME_MARK,
     RATE,
@@ -268,6 +269,7 @@ def run_report(report: dict[str, Any]) -> str:
             )
         )
         lines.extend(limits_lines(profile))
+        lines.extend(overhead_lines(profile))
         lines.extend("  " + line for line in kernel_table(kernels).splitlines())
         lines.extend(work_lines(kernels))
         breakdown = report.get("call_breakdown")
@@ -290,6 +292,18 @@ def run_report(report: dict[str, Any]) -> str:
         lines.append(f"{diag['severity']:9s} {diag.get('location') or ''} {diag['message']}".rstrip())
     lines.append(f"session   {report['session_dir']}")
     return "\n".join(lines)
+
+
+def overhead_lines(profile: dict[str, Any]) -> list[str]:
+    """The pass's own cost: its calls against unprofiled ones, how those were had, and a warning over 1.05."""
+    cost = profile.get("overhead")
+    if not cost:
+        return []
+    lines = [f"overhead  {overhead_text(cost)}", f"          unprofiled: {cost['method']}"]
+    warning = overhead_warning(cost, profile.get("profiling_on"))
+    if warning:
+        lines.append(f"WARNING   {warning}")
+    return lines
 
 
 BREAKDOWN_ROWS = (

@@ -30,6 +30,7 @@ from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
 from gputop.core.processes import child_options, last_line, run_logged
 from gputop.core.profiling.call_marks import call_windows, marks_environment, marks_library, read_marks
+from gputop.core.profiling.overhead import measure_overhead, unprofiled_tool_run
 from gputop.core.profiling.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
 from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
 from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
@@ -67,6 +68,11 @@ PROFILING_MODES = {
     "local-task": "host-execution,queue-events,memory-events",
     "local-sync": "host-execution,queue-events,memory-events",
 }
+# iree-benchmark-module begins profiling with its device, before its first call: none of its calls is unprofiled.
+UNPROFILED_TOOL_METHOD = (
+    "a separate unprofiled run of the same tool: {calls} calls of iree-benchmark-module without profiling, "
+    "just before the pass (the tool profiles every call it makes once profiling is on)"
+)
 TIMING = {
     "dispatch_event": "device timestamps",
     "host_execution_event": "host execution (CPU device)",
@@ -412,9 +418,13 @@ def profile_with_ireeprof(
     calls: int,
     out_dir: Path,
     cancel: threading.Event | None = None,
+    *,
+    with_overhead: bool = True,
 ) -> tuple[ProfileSummary, list[DispatchEvent], tuple[float, float] | None]:
     """Run `calls` profiled calls with the shipped benchmark tool; decode; write the trace.
 
+    With `with_overhead`, the same tool first makes `calls` calls without profiling, and the
+    summary's `overhead` sets the profiled calls against them (`overhead.py` says why a separate run).
     Returns the summary, the dispatches, and when the calls ran (IREE's host clock, CLOCK_MONOTONIC
     ns; None when the records place no call): the tool's own start-up is not the calls' time.
     """
@@ -431,6 +441,14 @@ def profile_with_ireeprof(
         "--benchmark_out_format=json",
     ]
     log = out_dir / f"{stem}.log"
+    unprofiled_ms: list[float] = []
+    if with_overhead:
+        base = profiled_calls_command(vmfb, devices, function, input_args, bundle)
+        unprofiled_ms = benchmark_call_ms(
+            unprofiled_tool_run(
+                base, calls, out_dir / f"{stem}-unprofiled.json", out_dir / f"{stem}-unprofiled.log", cancel
+            )
+        )
     # Call marks: where each call starts and ends, so nothing of a call is left outside the records.
     library, no_marks = marks_library()
     marks = out_dir / f"{stem}-marks.txt"
@@ -452,7 +470,12 @@ def profile_with_ireeprof(
         call_wall_ms=statistics.fmean(walls) if walls else None,  # the tool's synced wall time of one call
         pools=records.pools, profile_path=str(bundle), trace_path=str(trace),
     )  # fmt: skip
-    summary = replace(summary, call_breakdown=breakdown, hints=explain_hints(bundle))
+    method = UNPROFILED_TOOL_METHOD.format(calls=len(unprofiled_ms))
+    overhead = measure_overhead(summary.call_wall_ms, unprofiled_ms, method)
+    summary = replace(
+        summary, call_breakdown=breakdown, hints=explain_hints(bundle), overhead=overhead,
+        profiling_on=f"IREE profiling modes {PROFILING_MODES[device.backend]}",
+    )  # fmt: skip
     return summary, events, calls_window_ns(calls_records)
 
 

@@ -24,8 +24,15 @@ from pathlib import Path
 from gputop.core.compare.samples import dispatch_samples
 from gputop.core.errors import GputopError, Interrupted, UnwritableFile, no_space_left
 from gputop.core.profiling.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
-from gputop.core.profiling.cupti import record_calls
+from gputop.core.profiling.cupti import BREAKDOWN_KINDS, record_calls
 from gputop.core.profiling.efficiency import KernelEfficiency
+from gputop.core.profiling.overhead import (
+    measure_overhead,
+    overhead_text,
+    overhead_warning,
+    run_window,
+    slowed_for_test,
+)
 from gputop.core.profiling.profiles import (
     DispatchEvent,
     pass_stem,
@@ -36,7 +43,7 @@ from gputop.core.profiling.profiles import (
 from gputop.core.profiling.timeline import breakdown_line, build_breakdown
 from gputop.core.profiling.work import module_work
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary
+from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary, to_json
 
 __all__ = ["KEEP_PASSES", "ProfilePasses", "restarts_table"]
 
@@ -44,6 +51,7 @@ KEEP_PASSES = 5  # periodic profiling (the TUI's --profile-every, gputop serve) 
 EVENTS_KEPT = 100_000
 CUPTI_SOURCE = "CUPTI kernel, copy, driver API and synchronization activity"
 CUPTI_FIT = "one clock: CUPTI timestamps for the call's window, its API calls and the device's work"
+CUPTI_ON = "CUPTI activity kinds " + ", ".join(("CONCURRENT_KERNEL", *BREAKDOWN_KINDS))
 
 
 # profile-HHMMSS.ireeprof, -calls.json, -marks.txt, .log, ...; profile-HHMMSS_2... for a second pass in that second
@@ -107,6 +115,8 @@ class ProfilePasses:
         device = self._devices[0]
         ctx.state.set_profiling(True)
         watch = ClockWatch(self._clock)
+        # The in-process pass is set against the run's own newest calls, read before its warm-up.
+        unprofiled = ctx.state.recent_call_ms(run_window(calls))
         try:
             warmup = warm_up(self._clock, call_once, ctx.config.warmup_s, self._clock_reason)
             ctx.state.event("info", warmup)
@@ -114,7 +124,7 @@ class ProfilePasses:
             watch.start()
             calls_window: tuple[float, float] | None = None  # in-process CUPTI: the watch spans only the calls
             if device.backend == "cuda":
-                events, walls, call_records = record_calls(call_once, calls)
+                events, walls, call_records = record_calls(slowed_for_test(call_once), calls)
                 trace = write_trace(
                     events, device.id, ctx.session_dir / f"{pass_stem(ctx.session_dir)}.trace.json", calls=call_records
                 )
@@ -123,7 +133,12 @@ class ProfilePasses:
                     call_wall_ms=statistics.fmean(walls) * 1e3, trace_path=str(trace),
                 )  # fmt: skip
                 breakdown = build_breakdown(call_records, source=CUPTI_SOURCE, fit=CUPTI_FIT)
-                latest = replace(latest, call_breakdown=breakdown)
+                method = (
+                    f"the run's own newest {len(unprofiled)} calls just before the pass "
+                    f"(max(calls, 20) = {run_window(calls)} asked), in this process"
+                )
+                overhead = measure_overhead(statistics.fmean(walls) * 1e3, unprofiled, method)
+                latest = replace(latest, call_breakdown=breakdown, overhead=overhead, profiling_on=CUPTI_ON)
             else:
                 latest, events, calls_window = profile_with_ireeprof(
                     self._vmfb, self._devices, function, input_files, calls, ctx.session_dir,
@@ -165,7 +180,10 @@ class ProfilePasses:
                 )  # fmt: skip
                 merged = self._rate(merged, list(self._pass_clocks))
                 # The kernel table grows over passes; where the time went is the newest pass's own.
-                merged = replace(merged, call_breakdown=latest.call_breakdown, hints=latest.hints)
+                merged = replace(
+                    merged, call_breakdown=latest.call_breakdown, hints=latest.hints, overhead=latest.overhead,
+                    profiling_on=latest.profiling_on,
+                )  # fmt: skip
             ctx.state.set_profile(merged)
             if clocks is not None and clocks.window:
                 ctx.state.event("info", f"profile: {clocks.window}")
@@ -182,6 +200,7 @@ class ProfilePasses:
             )
             if latest.call_breakdown is not None:
                 ctx.state.event("info", f"profile: {breakdown_line(latest.call_breakdown)}")
+            self._say_overhead(latest)
             for hint in latest.hints:
                 ctx.state.event("info", f"iree-profile explain: {hint}")
         except (Interrupted, UnwritableFile):
@@ -195,6 +214,18 @@ class ProfilePasses:
         finally:
             watch.stop()
             ctx.state.set_profiling(False)
+
+    def _say_overhead(self, latest: ProfileSummary) -> None:
+        """The pass's own cost as an event, and a warning naming what was on when it is over 1.05."""
+        state = self._ctx.state
+        if latest.overhead is None:
+            state.event("info", "profile: overhead unmeasured (no unprofiled calls to set the pass against)")
+            return
+        data = to_json(latest.overhead)
+        state.event("info", f"profile: {overhead_text(data)}; unprofiled: {latest.overhead.method}")
+        warning = overhead_warning(data, latest.profiling_on)
+        if warning:
+            state.event("warning", f"profile: {warning}")
 
     def _rate(self, summary: ProfileSummary, passes: list[PassClocks]) -> ProfileSummary:
         """The summary's kernels against their work and the device's peaks at the passes' clocks."""

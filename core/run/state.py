@@ -365,6 +365,11 @@ class RunState:
             if enqueue_s is not None and self._enqueue_timer is not None:
                 self._enqueue_timer.add(enqueue_s)
 
+    def recent_call_ms(self, n: int) -> list[float]:
+        """The run's newest `n` call times (ms), oldest first: what a profile pass is set against."""
+        with self._lock:
+            return self._timer.recent(n)
+
     def call_count(self) -> int:
         with self._lock:
             return self._timer.count

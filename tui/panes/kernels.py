@@ -33,6 +33,8 @@ from gputop.tui.bridge import (
     column,
     ms_fixed,
     name_marked,
+    overhead_text,
+    overhead_warning,
     pct_of_bound,
     percent,
     to_json,
@@ -110,14 +112,15 @@ class KernelsPane(BoxPane):
             gap = f", gap {ms_fixed(profile.gap_ms)}" if profile.gap_ms >= 0 else " (dispatches overlap)"
         timing = profile.kernels[0].timing if profile.kernels else ""
         limits = limits_line(profile)
+        cost = f"\n{overhead_text(to_json(profile.overhead))}" if profile.overhead is not None else ""
         show_text(
             summary,
             f"{profile.source}, {timing}, {profile.calls} calls\n"
-            f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}" + (f"\n{limits}" if limits else ""),
+            f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}{cost}" + (f"\n{limits}" if limits else ""),
         )
-        clock = clock_warning(profile)
-        warning.display = clock is not None
-        show_text(warning, f"⚠ {clock}" if clock else "")
+        warnings = [w for w in (clock_warning(profile), pass_cost_warning(profile)) if w]
+        warning.display = bool(warnings)
+        show_text(warning, "\n".join(f"⚠ {w}" for w in warnings))
         baseline: LiveBaseline | None = getattr(self.app, "baseline", None)
         rows, labels = kernel_rows(profile.kernels, snapshot.function or "", baseline)
         self.query_one("#kernels-table", KeyedTable).sync(rows, labels, {"vs base": 1 if baseline else -1})
@@ -178,6 +181,13 @@ def limits_line(profile: ProfileSummary) -> str:
 
 def clock_warning(profile: ProfileSummary) -> str | None:
     return profile.clocks.warning if profile.clocks is not None else None
+
+
+def pass_cost_warning(profile: ProfileSummary) -> str | None:
+    """The pass's warning when it slowed its calls over 1.05x the unprofiled ones, naming what was on."""
+    if profile.overhead is None:
+        return None
+    return overhead_warning(to_json(profile.overhead), profile.profiling_on)
 
 
 def without_function(name: str, function: str) -> str:

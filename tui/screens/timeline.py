@@ -23,7 +23,17 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop.tui.bridge import CallBreakdown, CallSegment, LiveBaseline, RunSnapshot, ms_fixed, percent
+from gputop.tui.bridge import (
+    CallBreakdown,
+    CallSegment,
+    LiveBaseline,
+    RunSnapshot,
+    ms_fixed,
+    overhead_text,
+    overhead_warning,
+    percent,
+    to_json,
+)
 
 __all__ = [
     "KINDS",
@@ -186,6 +196,12 @@ def render_timeline(snapshot: RunSnapshot, width: int, baseline: LiveBaseline | 
     lines.append(Text(""))
     lines.append(Text(f"records: {breakdown.source}", style="dim"))
     lines.append(Text(f"device time on the host clock: {breakdown.fit}", style="dim"))
+    if profile.overhead is not None:
+        cost = to_json(profile.overhead)
+        lines.append(Text(f"pass cost: {overhead_text(cost)}", style="dim"))
+        warning = overhead_warning(cost, profile.profiling_on)
+        if warning:
+            lines.append(Text(f"⚠ {warning}", style="bold yellow"))
     return Group(*lines)
 
 

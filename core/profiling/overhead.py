@@ -1,0 +1,115 @@
+"""What a profile pass costs the calls it measures, measured by the pass itself.
+
+A profiler that slows the calls it times reports times of a program that does
+not run that way unprofiled. Every pass therefore sets its calls' mean synced
+time against unprofiled calls of the same work: the run's own calls just
+before the pass where the pass runs in-process (CUPTI), and a run of the same
+tool without profiling where the pass runs in another process, since
+`iree-benchmark-module` turns profiling on with its device, before its first
+call, and so never makes an unprofiled call of its own. Above `WARN_RATIO` the
+pass says so, naming what it had on.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gputop.core.errors import ProfileError
+from gputop.core.processes import last_line, run_logged
+from gputop.core.snapshot import ProfileOverhead
+
+__all__ = [
+    "RUN_WINDOW_MIN",
+    "SLOW_CALL_ENV",
+    "WARN_RATIO",
+    "measure_overhead",
+    "overhead_text",
+    "overhead_warning",
+    "run_window",
+    "slowed_for_test",
+    "unprofiled_tool_run",
+]
+
+WARN_RATIO = 1.05  # profiled calls more than 5% slower than unprofiled ones: the kernel times are suspect
+RUN_WINDOW_MIN = 20  # at least this many of the run's calls are the in-process pass's reference
+# Test hook: microseconds of real sleep added inside every profiled call's timed window (the in-process
+# pass's calls, and the tool pass's through the call-marks library), so a test can slow a real pass.
+SLOW_CALL_ENV = "GPUTOP_TEST_SLOW_PROFILED_CALL_US"
+
+
+def run_window(calls: int) -> int:
+    """How many of the run's newest calls the in-process pass is set against: as many as it makes, at least 20."""
+    return max(calls, RUN_WINDOW_MIN)
+
+
+def measure_overhead(
+    profiled_mean_ms: float | None, unprofiled_ms: Sequence[float], method: str
+) -> ProfileOverhead | None:
+    """The pass's mean call against the unprofiled calls' mean; None where either side is missing."""
+    if profiled_mean_ms is None or not unprofiled_ms:
+        return None
+    unprofiled_mean = statistics.fmean(unprofiled_ms)
+    if unprofiled_mean <= 0:
+        return None
+    return ProfileOverhead(
+        ratio=profiled_mean_ms / unprofiled_mean,
+        profiled_mean_ms=profiled_mean_ms,
+        unprofiled_mean_ms=unprofiled_mean,
+        unprofiled_calls=len(unprofiled_ms),
+        method=method,
+    )
+
+
+def overhead_text(overhead: Mapping[str, Any]) -> str:
+    """`profiled calls 1.02x the unprofiled ones (0.712 vs 0.698 ms, 300 unprofiled calls)`, from its JSON form."""
+    return (
+        f"profiled calls {overhead['ratio']:.2f}x the unprofiled ones ({overhead['profiled_mean_ms']:.3f} vs "
+        f"{overhead['unprofiled_mean_ms']:.3f} ms, {overhead['unprofiled_calls']} unprofiled calls)"
+    )
+
+
+def overhead_warning(overhead: Mapping[str, Any] | None, profiling_on: str | None) -> str | None:
+    """Why the pass's times are suspect when its calls ran over WARN_RATIO of the unprofiled ones, else None."""
+    if not overhead or overhead["ratio"] <= WARN_RATIO:
+        return None
+    on = f" with {profiling_on} on" if profiling_on else ""
+    return (
+        f"profiling slowed the calls {overhead['ratio']:.2f}x (over {WARN_RATIO:.2f}){on}: "
+        "kernel times describe a slower run than the unprofiled one"
+    )
+
+
+def slowed_for_test(call_once: Callable[[], object]) -> Callable[[], object]:
+    """`call_once` with SLOW_CALL_ENV's sleep after it (a test hook; unset, the call itself)."""
+    micros = int(os.environ.get(SLOW_CALL_ENV) or 0)
+    if micros <= 0:
+        return call_once
+
+    def slowed() -> object:
+        result = call_once()
+        time.sleep(micros / 1e6)
+        return result
+
+    return slowed
+
+
+def unprofiled_tool_run(
+    command: list[str], calls: int, timings: Path, log: Path, cancel: threading.Event | None
+) -> Path:
+    """Run `calls` repetitions of the benchmark tool's `command` without profiling; returns its timings file.
+
+    `command` is the profile pass's own command line with its profiling flags taken out, so the two
+    runs differ in profiling alone (and in the call marks, which the pass's cost includes).
+    """
+    unprofiled = [arg for arg in command if not arg.startswith("--device_profiling_")]
+    unprofiled += [f"--benchmark_repetitions={calls}", f"--benchmark_out={timings}", "--benchmark_out_format=json"]
+    output, code = run_logged(unprofiled, log, cancel, what="the unprofiled run")
+    if code != 0:
+        raise ProfileError(f"the unprofiled run failed: {last_line(output) or f'exit {code}'}", log_path=str(log))
+    return timings

@@ -1,0 +1,88 @@
+"""Every profile pass measures its own cost (`profile.overhead`), on the real engine (IREE local-task).
+
+The slowed pass is a real pass made dearer through the test hook `GPUTOP_TEST_SLOW_PROFILED_CALL_US`: the
+call-marks library sleeps inside each of the tool's timed calls, so the pass's own figures must show it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from conftest import run_gputop
+from gputop.core.profiling.call_marks import marks_library
+from gputop.core.profiling.overhead import SLOW_CALL_ENV, WARN_RATIO, overhead_warning
+from gputop.core.profiling.profiles import PROFILING_MODES, benchmark_call_ms
+from gputop.core.store.replay import read_snapshots
+from gputop.tui.panes.kernels import pass_cost_warning
+from gputop.tui.screens.timeline import render_timeline
+
+KEYS = {"ratio", "profiled_mean_ms", "unprofiled_mean_ms", "unprofiled_calls", "method"}
+
+
+def profiled_run(tmp_path: Path, calls: int, env: dict[str, str] | None = None) -> tuple[str, dict]:
+    """`gputop run demo:mlp --profile` on local-task: its printout and its report."""
+    report_path = tmp_path / "report.json"
+    proc = run_gputop(
+        "run", "demo:mlp", "--device", "local-task", "-n", str(calls), "--profile", "--json", str(report_path), env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, json.loads(report_path.read_text())
+
+
+def test_pass_reports_its_cost_against_the_tools_unprofiled_calls(tmp_path: Path) -> None:
+    printout, report = profiled_run(tmp_path, 30)
+    profile = report["profile"]
+    overhead = profile["overhead"]
+    assert set(overhead) == KEYS
+    # The unprofiled side is the tool's own unprofiled run, as many calls as the pass, kept in the session.
+    assert overhead["unprofiled_calls"] == profile["calls"] == 30
+    assert "separate unprofiled run of the same tool" in overhead["method"]
+    (timings,) = Path(report["session_dir"]).glob("profile-*-unprofiled.json")
+    unprofiled = benchmark_call_ms(timings)
+    assert len(unprofiled) == 30
+    assert overhead["unprofiled_mean_ms"] == pytest.approx(statistics.fmean(unprofiled))
+    assert overhead["profiled_mean_ms"] == pytest.approx(profile["call_wall_ms"])
+    assert overhead["ratio"] == pytest.approx(overhead["profiled_mean_ms"] / overhead["unprofiled_mean_ms"])
+    # The tool's unprofiled calls are the same work as the run's own calls (a shared 2-core machine: loosely).
+    assert report["calls"]["mean_ms"] / 3 < overhead["unprofiled_mean_ms"] < report["calls"]["mean_ms"] * 3
+    assert profile["profiling_on"] == f"IREE profiling modes {PROFILING_MODES['local-task']}"
+    assert "overhead  profiled calls " in printout and "x the unprofiled ones" in printout
+
+
+def test_slowed_pass_is_a_warning_naming_what_was_on(tmp_path: Path) -> None:
+    library, why = marks_library()
+    if library is None:
+        pytest.skip(f"the call marks carry the slowing hook: {why}")
+    slow_ms = 20.0
+    printout, report = profiled_run(tmp_path, 10, env={SLOW_CALL_ENV: str(int(slow_ms * 1000))})
+    overhead = report["profile"]["overhead"]
+    assert overhead["ratio"] > WARN_RATIO
+    # The sleep is inside every profiled call and in none of the unprofiled ones.
+    assert overhead["profiled_mean_ms"] - overhead["unprofiled_mean_ms"] > slow_ms * 0.8
+    modes = PROFILING_MODES["local-task"]
+    assert "WARNING   profiling slowed the calls" in printout and modes in printout
+    snapshot = read_snapshots(Path(report["session_dir"]) / "samples.jsonl")[-1]
+    slowed = "profiling slowed the calls"
+    warnings = [e.message for e in snapshot.events if e.level == "warning" and slowed in e.message]
+    assert len(warnings) == 1 and modes in warnings[0]
+    # The Timeline and the Kernels pane say it from the recorded snapshot.
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(render_timeline(snapshot, 120))
+    timeline = console.export_text()
+    assert "pass cost: profiled calls " in timeline and "⚠ profiling slowed the calls" in timeline
+    assert snapshot.profile is not None
+    assert modes in (pass_cost_warning(snapshot.profile) or "")
+
+
+def test_no_warning_at_or_under_the_threshold() -> None:
+    base = {"profiled_mean_ms": 1.0, "unprofiled_mean_ms": 1.0, "unprofiled_calls": 20, "method": "m"}
+    assert overhead_warning({**base, "ratio": 1.02}, "IREE profiling modes queue-events") is None
+    assert overhead_warning({**base, "ratio": WARN_RATIO}, "x") is None
+    warning = overhead_warning({**base, "ratio": 1.3}, "CUPTI activity kinds X")
+    assert warning is not None and "with CUPTI activity kinds X on" in warning
