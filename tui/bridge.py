@@ -68,6 +68,7 @@ from gputop.core.units import (
     pct_of_bound,
     percent,
     seconds,
+    share_of_ceiling,
     si,
 )
 from gputop.core.versions import versions
@@ -119,6 +120,7 @@ __all__ = [
     "percent",
     "ridge_intensity",
     "seconds",
+    "share_of_ceiling",
     "si",
     "to_json",
 ]

@@ -29,6 +29,7 @@ from gputop.tui.bridge import (
     ms_fixed,
     pct_of_bound,
     percent,
+    share_of_ceiling,
     to_json,
 )
 from gputop.tui.bridge import limits_line as limits_text
@@ -107,7 +108,8 @@ class KernelsPane(BoxPane):
         warning.display = note is not None
         show_text(warning, f"⚠ {note}" if note else "")
         baseline: LiveBaseline | None = getattr(self.app, "baseline", None)
-        rows, labels = kernel_rows(profile.kernels, snapshot.function or "", baseline)
+        estimate = profile.peaks is not None and profile.peaks.estimate
+        rows, labels = kernel_rows(profile.kernels, snapshot.function or "", baseline, estimate)
         self.query_one("#kernels-table", KeyedTable).sync(rows, labels, {"vs base": 1 if baseline else -1})
 
 
@@ -122,9 +124,13 @@ def vs_base(kernel: KernelTiming, baseline: LiveBaseline | None) -> str:
 
 
 def kernel_rows(
-    kernels: tuple[KernelTiming, ...], function: str = "", baseline: LiveBaseline | None = None
+    kernels: tuple[KernelTiming, ...],
+    function: str = "",
+    baseline: LiveBaseline | None = None,
+    estimate: bool = False,
 ) -> tuple[dict[str, tuple[str | Text, ...]], dict[str, str]]:
-    """A row per kernel (every column) and the headers, each numeric column in its one unit."""
+    """A row per kernel (every column) and the headers, each numeric column in its one unit; `estimate`:
+    the peaks are estimates (a CPU's), and a share above them shows as `>100%*`."""
     labels: dict[str, str] = {}
     numeric: dict[str, list[str]] = {}
     for name in ("avg", "min", "max", "p50"):
@@ -146,7 +152,7 @@ def kernel_rows(
             percent(kernel.share * 100),
             vs_base(kernel, baseline),
             numeric["p50"][index],
-            percent_of_bound(kernel),
+            percent_of_bound(kernel, estimate),
             kernel.bound or "-",
             numeric["FLOP/s"][index],
             numeric["B/s"][index],
@@ -198,6 +204,7 @@ def short_name(name: str, function: str = "") -> str:
     return name
 
 
-def percent_of_bound(kernel: KernelTiming) -> str:
-    """The kernel's share of the ceiling that bounds it (`pct_of_bound` says which when a peak is missing)."""
-    return percent(pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth))
+def percent_of_bound(kernel: KernelTiming, estimate: bool = False) -> str:
+    """The kernel's share of the ceiling that bounds it (`pct_of_bound` says which when a peak is missing);
+    `>100%*` above an estimated ceiling."""
+    return share_of_ceiling(pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth), estimate)

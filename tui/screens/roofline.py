@@ -30,8 +30,8 @@ from gputop.tui.bridge import (
     flop_per_byte,
     mhz,
     pct_of_bound,
-    percent,
     ridge_intensity,
+    share_of_ceiling,
     si,
 )
 from gputop.tui.panes.kernels import dispatch_number, without_function
@@ -229,8 +229,10 @@ def _legend(
             clock += f" (dotted: {mhz(peaks.boost_mhz)}, the datasheet's)"
     roofs = ", ".join(si(c * 1e12, "FLOP/s") for c in ceilings)
     ridge = ridge_intensity(max(ceilings), bandwidth / 1e9)
+    estimated = " (estimates: a kernel may beat them)" if peaks.estimate else ""
     legend.append(
-        f"roofs{clock}: compute {roofs}, memory {si(bandwidth, 'B/s')} (ridge {flop_per_byte(ridge)}); {peaks.part}\n",
+        f"roofs{clock}: compute {roofs}, memory {si(bandwidth, 'B/s')} (ridge {flop_per_byte(ridge)}); "
+        f"{peaks.part}{estimated}\n",
         "cyan",
     )
     shown = profile.kernels[:LEGEND_ROWS]
@@ -239,7 +241,7 @@ def _legend(
     for kernel in shown:
         marker = numbered.get(kernel.name, "")
         legend.append(f" {marker:>{marks}} ", "bold yellow")
-        legend.append(f"{without_function(kernel.name, function):<{width}}  {_describe(kernel)}\n")
+        legend.append(f"{without_function(kernel.name, function):<{width}}  {_describe(kernel, peaks.estimate)}\n")
     if len(profile.kernels) > LEGEND_ROWS:
         legend.append(
             f"   ... {len(profile.kernels) - LEGEND_ROWS} more kernels (the Kernels pane lists them)\n", "dim"
@@ -247,11 +249,13 @@ def _legend(
     return legend
 
 
-def _describe(kernel: KernelTiming) -> str:
+def _describe(kernel: KernelTiming, estimate: bool = False) -> str:
     if kernel.intensity is None or kernel.achieved_tflops is None:
         return f"not placed: {kernel.work or 'FLOPs unknown'}"
     pct = pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth)
-    share = f", {percent(pct)} of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
+    share = (
+        f", {share_of_ceiling(pct, estimate)} of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
+    )
     return f"{flop_per_byte(kernel.intensity)}, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}"
 
 
