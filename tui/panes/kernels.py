@@ -21,6 +21,7 @@ from textual.widgets import Static
 from gputop.tui.bridge import (
     RATE,
     TIME_US,
+    CallBreakdown,
     KernelTiming,
     LiveBaseline,
     ProfileSummary,
@@ -33,6 +34,7 @@ from gputop.tui.bridge import (
     to_json,
 )
 from gputop.tui.bridge import limits_line as limits_text
+from gputop.tui.call_strip import call_strip, call_strip_rows
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 
@@ -63,24 +65,61 @@ class KernelsPane(BoxPane):
     KEY = "3"
     COLUMN = "right"
     ROW = 1
+    TALLER_TABLE = ("#kernels-table", 10)  # an ONNX model's 40 kernels: more of them where there is room
     DEFAULT_CSS = """
-    KernelsPane DataTable { height: auto; max-height: 10; }
+    KernelsPane DataTable { height: auto; }
     KernelsPane #kernels-summary { height: auto; }
     KernelsPane #kernels-warning { height: auto; color: $warning; }
     KernelsPane #kernels-hint { height: auto; color: $text-muted; }
+    KernelsPane #kernels-call { height: auto; margin-top: 1; display: none;
+                                text-wrap: nowrap; text-overflow: ellipsis; }
     """
+    _breakdown: CallBreakdown | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="kernels-summary")
         yield Static(id="kernels-warning")
         yield KeyedTable(COLUMNS, id="kernels-table")
         yield Static("no profile yet: press p to profile the running module", id="kernels-hint")
+        yield Static(id="kernels-call")  # the median call's strips, where the column has the rows
+
+    # Rows to spare go to the table's hidden rows first, then to the median call's strips (whole or not
+    # at all): the Timeline at a glance, where the right column stood empty at 120x40.
+    def rows_wanted(self) -> int:
+        return super().rows_wanted() + self._call_rows()
+
+    def rows_in_use(self) -> int:
+        call = self.query_one("#kernels-call", Static)
+        return super().rows_in_use() + (call.outer_size.height if call.display else 0)
+
+    def take_rows(self, rows: int) -> None:
+        to_table = min(rows, super().rows_wanted())
+        super().take_rows(to_table)
+        self.extra_rows = rows
+        call = self.query_one("#kernels-call", Static)
+        call.display = rows - to_table >= self._call_rows() > 0
+        self._draw_call()
+
+    def _call_rows(self) -> int:
+        return call_strip_rows(self._breakdown) + 1 if self._breakdown is not None else 0  # +1: its margin
+
+    def _draw_call(self) -> None:
+        call = self.query_one("#kernels-call", Static)
+        if call.display and self._breakdown is not None:
+            show_text(call, call_strip(self._breakdown, self.content_region.width))
+
+    def on_resize(self) -> None:
+        self._draw_call()
 
     def show(self, snapshot: RunSnapshot) -> None:
         profile = snapshot.profile
         summary = self.query_one("#kernels-summary", Static)
         warning = self.query_one("#kernels-warning", Static)
         hint = self.query_one("#kernels-hint", Static)
+        self._breakdown = profile.call_breakdown if profile is not None else None
+        if self._breakdown is None:
+            self.query_one("#kernels-call", Static).display = False  # rows it had go back at the next share
+        self._draw_call()
         if profile is None:
             self.query_one("#kernels-table", KeyedTable).sync({})
             summary.display = False

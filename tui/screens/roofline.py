@@ -20,7 +20,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputop.tui.bridge import (
@@ -35,6 +34,7 @@ from gputop.tui.bridge import (
     si,
 )
 from gputop.tui.panes.kernels import dispatch_number, without_function
+from gputop.tui.screens.window import Window
 
 __all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
 
@@ -259,11 +259,10 @@ def _describe(kernel: KernelTiming, estimate: bool = False) -> str:
     return f"{flop_per_byte(kernel.intensity)}, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}"
 
 
-class RooflineScreen(ModalScreen[None]):
+class RooflineScreen(Window[None]):
     """The roofline of the newest profile, redrawn as profiles arrive."""
 
     DEFAULT_CSS = """
-    RooflineScreen { align: center middle; }
     RooflineScreen > Vertical { width: 96%; height: 92%; border: round $accent; background: $surface; padding: 0 1; }
     RooflineScreen #roofline-chart { height: 1fr; }
     """
@@ -291,5 +290,5 @@ class RooflineScreen(ModalScreen[None]):
         profile = snapshot.profile if snapshot is not None else None
         chart.update(render_roofline(profile, width, height, snapshot.function or "" if snapshot else ""))
 
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_dismiss(self) -> None:
         self.dismiss(None)
