@@ -89,6 +89,9 @@ class CompileError(GputopError):
     exit_code = EXIT_COMPILE
     diagnostics: tuple[Any, ...] = ()
     output: str = ""  # all the compiler printed (also in the log): known failures are matched against it
+    # Where the first error is, in a file the user can open: (file, line, column). A dumped dispatch
+    # source kept after the failure, or the module itself; None where the compiler gave no location.
+    located_at: tuple[str, int, int] | None = None
 
 
 class DeviceUnavailableError(GputopError):

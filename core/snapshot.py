@@ -651,3 +651,7 @@ class DevicePeaks:
     sm_mhz: float | None = None  # the clock of the pass, where NVML read one
     compute_scale: float = 1.0  # sm_mhz / boost_mhz: the peaks at the pass's clock are the numbers times this
     bandwidth_scale: float = 1.0  # memory clock / its maximum
+    # True where the numbers are this machine's estimate (a CPU's cores x lanes x FMA x clock, a copy's
+    # bandwidth), not a datasheet's: a kernel can beat them (a turbo clock, a working set in cache), and
+    # a share above 100% of them is shown as `>100%*`, never as a figure above the ceiling.
+    estimate: bool = False

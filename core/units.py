@@ -29,7 +29,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "ABOVE_ESTIMATE",
     "BYTES",
+    "ESTIMATE_NOTE",
     "NAME_MARK",
     "NAME_NOTE",
     "RATE",
@@ -53,6 +55,7 @@ __all__ = [
     "percent",
     "pick_unit",
     "seconds",
+    "share_of_ceiling",
     "si",
     "unchecked_outputs",
     "unknown_work",
@@ -181,6 +184,23 @@ def percent(value: float | None, decimals: int = 1) -> str:
     return "-" if value is None else f"{fixed(value, decimals)}%"
 
 
+ABOVE_ESTIMATE = ">100%*"  # a share above an estimated ceiling: the ceiling, not the kernel, is off
+ESTIMATE_NOTE = "*estimates: a kernel may beat them"
+
+
+def share_of_ceiling(pct: float | None, estimate: bool) -> str:
+    """A kernel's share of its ceiling: `59.3%`; above 100% of an estimated ceiling, `>100%*`.
+
+    A CPU's peaks are estimates (cores x lanes x FMA x a clock that may not be the turbo one; a copy's
+    bandwidth, which cache-resident work beats). A kernel above one shows the ceiling is low, not that
+    the kernel did the impossible: it is shown clamped, its `*` pointing at the note that the peaks
+    are estimates, never as `103%`. The JSON keeps the computed share and `peaks.estimate`.
+    """
+    if pct is not None and estimate and pct > 100.0:
+        return ABOVE_ESTIMATE
+    return percent(pct)
+
+
 def pct_of_bound(bound: str | None, pct_compute: float | None, pct_bandwidth: float | None) -> float | None:
     """A kernel's share of the ceiling that bounds it, in percent; when a peak is missing, the share of the other.
 
@@ -265,7 +285,7 @@ def limits_line(profile: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]]
     if clocks:
         parts.append(clocks_text(clocks))
     if peaks:
-        parts.append(f"peak {peaks_text(peaks)}")
+        parts.append(f"peak {peaks_text(peaks)}" + (f" ({ESTIMATE_NOTE})" if peaks.get("estimate") else ""))
     elif profile.get("peaks_reason"):
         parts.append(str(profile["peaks_reason"]))
     if not clocks and profile.get("clocks_reason") and not peaks:

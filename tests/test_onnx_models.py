@@ -337,6 +337,31 @@ def test_a_compiler_crash_on_lavapipe_names_the_node(tmp_path: Path, vulkan_devi
     )
 
 
+def test_an_error_in_a_dispatch_source_names_its_onnx_nodes(tmp_path: Path, vulkan_device: str) -> None:
+    """i64 arithmetic fails in the default SPIR-V target's dispatch source (`module_g$async_dispatch_0.mlir:16:8:
+    failed to legalize ...`): the one line names the ONNX node of the failing op and the nodes fused with it,
+    and the kept source it names shows each op's node."""
+    model = save_graph(
+        tmp_path, "g",
+        [
+            helper.make_node("Mul", ["x", "y"], ["m"], name="scale_by_y"),
+            helper.make_node("Div", ["m", "y"], ["d"], name="divide_back"),
+            helper.make_node("Add", ["d", "x"], ["out"], name="add_residual"),
+        ],
+        [tensor("x", TensorProto.INT64, [64]), tensor("y", TensorProto.INT64, [64])],
+        [tensor("out", TensorProto.INT64, [64])],
+    )  # fmt: skip
+    folder = str(tmp_path / "session")
+    proc, _ = run_json(str(model), "--device", vulkan_device, "-n", "0", "--no-cache", "--session-dir", folder)
+    line = assert_one_line_error(
+        proc, 3, "g.onnx: ONNX node 'add_residual' (Add, opset 17), in one dispatch with 'scale_by_y' (Mul), "
+        "'divide_back' (Div): ", "_dispatch_0.mlir:", "failed to legalize",
+    )  # fmt: skip
+    kept = Path(line.split("): ", 1)[1].split(".mlir:", 1)[0] + ".mlir")
+    assert 'loc("divide_back")' in kept.read_text(), kept  # the file it names says which node each op is
+    assert "loc(" not in line.split("(full log:")[0]  # the op's own location is said once, at its start
+
+
 def test_a_float16_output_against_a_float32_reference_takes_float16s_tolerance(tmp_path: Path) -> None:
     """An fp16 model's answer is held to float16's tolerance, even when its reference was saved as float32."""
     x = np.linspace(0.5, 60.0, 64, dtype=np.float32)

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.widgets import Footer
-from tui_pilot import calls, choose_device, live_app, wait_for
+from tui_pilot import calls, choose_device, live_app, screen_lines, wait_for
 
 import gputop.tui.app
 import gputop.tui.panes.tabs
@@ -28,6 +30,7 @@ from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
 from gputop.tui.panes import COLUMNS, PANES, BoxPane, LogPane, PaneTabs, by_key, in_column
 from gputop.tui.panes.table import KeyedTable
+from gputop.tui.screens import TimelineScreen
 
 PROFILED = Path(__file__).parent / "data" / "mlp_profiled_local_task.jsonl"
 SIZES = [(80, 24), (120, 40), (200, 60)]
@@ -286,3 +289,111 @@ async def test_the_roofline_legend_keeps_every_kernel_at_80x24() -> None:
         assert rows <= height, (rows, width, height)
         text = rendered.plain
         assert all(f"dispatch_{n}_" in text for n in range(3)), text
+
+
+async def test_every_window_hides_the_panes_beneath() -> None:
+    """Help, Timeline, roofline, device chooser and a capture's dispatch list: around each window's border
+    nothing of the panes beneath shows (the modal screens let them through, dimmed, and at 80x24 the panes'
+    borders and numbers read as part of the window)."""
+    from gputop.core.module.devices import iree_devices
+    from gputop.tui.bridge import CaptureInfo
+    from gputop.tui.screens import CaptureScreen, DeviceScreen, Window
+
+    capture = Path(__file__).parent / "data" / "scale_vulkan_h200.rdc"
+    info = CaptureInfo(str(capture), capture.stat().st_size, 1, ("recorded",), "Vulkan")
+    windows: list[tuple[str, Callable[[], Window[Any]] | None]] = [
+        ("question_mark", None),  # opened by their keys, as a user opens them
+        ("t", None),
+        ("f", None),
+        ("device chooser", lambda: DeviceScreen(iree_devices("local-task"), "local-task")),  # d on a live run
+        ("dispatch list", lambda: CaptureScreen(info)),  # enter on a capture
+    ]
+    for size in ((80, 24), (120, 40)):
+        app = GputopApp(ReplaySource.from_file(PROFILED))
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause(0.5)
+            under = screen_lines(app)
+            assert any("Run" in line for line in under)
+            for key, window in windows:
+                if window is None:
+                    await pilot.press(key)
+                else:
+                    app.push_screen(window())
+                await pilot.pause(0.3)
+                assert isinstance(app.screen, Window), key
+                box = app.screen.children[0].region  # the window's frame
+                for y, line in enumerate(screen_lines(app)):
+                    outside = "".join(c for x, c in enumerate(line.ljust(size[0])) if not box.contains(x, y))
+                    assert not outside.strip(), (key, size, y, line)
+                await pilot.press("escape")
+                await pilot.pause(0.2)
+                assert not isinstance(app.screen, Window), key
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_timeline_keeps_its_records_lines_on_screen(size: tuple[int, int]) -> None:
+    """At 80x24 the Timeline's `records:` and `device time on the host clock:` lines fell below the window:
+    at every size they show whole, and so do the strips and the totals (the largest segments give way)."""
+    app = GputopApp(ReplaySource.from_file(PROFILED))
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.5)
+        await pilot.press("t")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, TimelineScreen)
+        assert app.snapshot is not None and app.snapshot.profile is not None
+        breakdown = app.snapshot.profile.call_breakdown
+        assert breakdown is not None
+        shown = " ".join(" ".join(line.strip(" │╭╮╰╯─").split()) for line in screen_lines(app))
+        for text in (f"records: {breakdown.source}", f"device time on the host clock: {breakdown.fit}"):
+            assert " ".join(text.split()) in shown, (text, shown)
+        for text in ("median call", "local-task", "unaccounted", "call "):
+            assert text in shown, text
+
+
+async def test_at_80_columns_the_footer_is_whole_and_keeps_help() -> None:
+    """At 80x24 the footer was cut at `r Re▏`: the keys it shows now fit whole, `?` first among them, and
+    the keys left out are the ones `?` lists (every key is reachable)."""
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 0)
+        await pilot.pause(0.3)
+        footer = app.query_one(Footer)
+        shown = [key for key in footer.query("FooterKey") if key.display]
+        names = [getattr(key, "key", "") for key in shown]
+        assert names[0] == "question_mark" and {"q", "p", "t", "f", "l"} <= set(names), names
+        assert all(key.region.right <= app.size.width and on_screen(app, key) for key in shown)
+        row = screen_lines(app)[-1]
+        for key in shown:  # each key and its label whole on the footer's row
+            assert f"{key.key_display} {key.description}" in row, (row, key.description)  # type: ignore[attr-defined]
+        assert len(shown) < len(list(footer.query("FooterKey")))  # some give way at 80 columns
+
+
+@pytest.mark.parametrize("size", [(120, 40), (200, 60)], ids=["120x40", "200x60"])
+async def test_rows_the_panes_leave_go_to_the_calls_and_the_median_call(size: tuple[int, int]) -> None:
+    """At 120x40 a dozen rows stood empty above the Log (25 at 200x60): the left column now reaches the
+    Log (the calls' sparkline takes the rows), and the Kernels pane shows the median call's strips."""
+    app = GputopApp(ReplaySource.from_file(PROFILED))
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(1.0)
+        grid = app.query_one("#panes")
+        left = app.query_one("#left")
+        assert left.outer_size.height == grid.size.height, (left.outer_size, grid.size)
+        assert app.query_one("#run-sparkline").size.height > 2
+        call = app.query_one("#kernels-call")
+        assert call.display and "median call" in str(call.render())
+        assert app.query_one("#right").outer_size.height <= grid.size.height  # nothing pushed off the screen
+        await pilot.press("l")  # the Log takes half the screen: the sparkline gives its rows back
+        await pilot.pause(0.5)
+        assert left.outer_size.height <= grid.size.height and not grid.max_scroll_y
+
+
+async def test_the_pane_in_front_takes_the_rows_at_80x24() -> None:
+    app = GputopApp(ReplaySource.from_file(PROFILED))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(1.0)
+        grid = app.query_one("#panes")
+        assert app.query_one("#run").outer_size.height == grid.size.height
+        await pilot.press("3")
+        await pilot.pause(0.5)
+        assert app.query_one("#kernels-call").display  # the median call's strips under the kernels
+        assert not grid.max_scroll_y

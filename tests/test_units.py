@@ -117,6 +117,39 @@ async def test_the_tui_and_the_report_show_a_kernel_alike() -> None:
     assert used in memory_text and used in report_text
 
 
+async def test_a_kernel_above_an_estimated_peak_shows_clamped_and_marked() -> None:
+    """The issue's `%peak` of 103%: against a CPU's estimated peak a kernel's share above 100% shows as
+    `>100%*` in the Kernels pane, the roofline's legend and the report, each saying the peaks are estimates;
+    the JSON keeps 103.4 and `estimate: true`. A datasheet's peak is not marked."""
+    from gputop.tui.screens.roofline import render_roofline
+
+    snapshot = recorded_snapshot()
+    profile = snapshot.profile
+    assert profile is not None and profile.peaks is not None
+    fast = profile.kernels[0]
+    kernels = (replace(fast, pct_peak_compute=103.4, bound="compute"), *profile.kernels[1:])
+    estimated = replace(profile, kernels=kernels, peaks=replace(profile.peaks, estimate=True))
+    snapshot = replace(snapshot, profile=estimated)
+    report = snapshot_report(snapshot)
+    assert report["profile"]["peaks"]["estimate"] is True
+    assert next(k for k in report["kernels"] if k["name"] == fast.name)["pct_peak_compute"] == 103.4
+    text = run_report(report)
+    _, rows = report_kernel_rows(text)
+    assert rows[fast.name][10] == ">100%*" and "103.4%" not in text
+    assert "*estimates: a kernel may beat them" in text
+    legend = render_roofline(estimated, 120, 40, snapshot.function or "").plain
+    assert ">100%* of its compute roof" in legend and "(estimates: a kernel may beat them)" in legend
+    assert "103.4%" not in legend
+    app = GputopApp(ReplaySource([snapshot]))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.5)
+        table = app.query_one("#kernels-table", KeyedTable)
+        assert table.row_cells(fast.name)["%peak"] == ">100%*"
+        assert "(*estimates: a kernel may beat them)" in str(app.query_one("#kernels-summary").render())
+    datasheet = replace(estimated, peaks=replace(profile.peaks, estimate=False))
+    assert "103.4% of its compute roof" in render_roofline(datasheet, 120, 40, snapshot.function or "").plain
+
+
 # -- each formatter at its edges ----------------------------------------------------------------------
 
 

@@ -42,3 +42,16 @@ async def choose_device(app: GputopApp, pilot: Pilot[int], device_id: str) -> No
     assert device_id in ids
     option_list.highlighted = ids.index(device_id)  # type: ignore[attr-defined]
     await pilot.press("enter")
+
+
+def screen_lines(app: GputopApp) -> list[str]:
+    """What the terminal shows now, one string a row: the screen on top composited over those beneath it,
+    as `App.export_screenshot` composites them (a window lets what is under it show where it is not opaque)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True, legacy_windows=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text().splitlines()[:height]

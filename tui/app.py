@@ -28,7 +28,7 @@ from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.driver import Driver
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from gputop.tui.bridge import (
@@ -55,10 +55,12 @@ from gputop.tui.panes import (
     CapturesPane,
     HeaderBar,
     KernelsPane,
+    KeysFooter,
     LogPane,
     PaneTabs,
     by_key,
     in_column,
+    share_rows,
 )
 from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen, RooflineScreen, TimelineScreen
 
@@ -74,9 +76,12 @@ COMPACT_BELOW = (110, 32)
 TALL_FROM = 50  # rows from which the Log pane may hold ten lines rather than three
 VIEWER_STATS_ENV = "GPUTOP_VIEWER_STATS"  # a file the app writes its drawing figures to when it ends (benchmarks)
 MAX_AGES = 100_000
+SHARE_ROUNDS = 4  # layout rounds that sharing the panes' spare rows may take in a row before a frame
 MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
 TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
+# The footer's keys, most needed first: where they do not all fit (80 columns), the last go first. `?` lists all.
+FOOTER_KEEP = ("question_mark", "q", "p", "t", "f", "space", "l", "c", "d", "r", "e", "s")
 LIVE_ACTIONS = ("toggle_pause", "profile", "capture", "reload", "choose_device", "export")  # not on a recorded run
 
 PaneT = TypeVar("PaneT", bound=BoxPane)
@@ -138,6 +143,7 @@ class GputopApp(App[int]):
         self._ending: SignalEnding | None = None
         self._parent_pid = parent_pid()
         self._draw_ages_ms: list[float] = []
+        self._share_rounds = 0
 
     def get_driver_class(self) -> type[Driver]:
         driver_class = super().get_driver_class()
@@ -159,17 +165,20 @@ class GputopApp(App[int]):
                         yield pane(id=pane.PANE_ID)
         yield LogPane(id="log")
         yield Static(id="too-small")
-        yield Footer(show_command_palette=False)  # ctrl+p still opens it; the keys need the room
+        yield KeysFooter(FOOTER_KEEP, show_command_palette=False)  # ctrl+p still opens it; the keys need the room
 
     def on_mount(self) -> None:
         # Keep the panes themselves: while a modal screen is up, queries would
         # search that screen, and snapshots keep arriving.
+        self._home = self.screen  # the panes' screen (a resize may come while a window is over it)
+        self._grid = self.query_one("#panes", Grid)
+        self._columns = {column: self.query_one(f"#{column}", Vertical) for column in COLUMNS}
         self._header = self.query_one(HeaderBar)
         self._tabs = self.query_one(PaneTabs)
         self._panes: dict[str, BoxPane] = {pane.PANE_ID: pane for pane in self.query(BoxPane)}  # layout order
         self._log_pane = self.query_one(LogPane)
         self._generation = self.source.generation  # snapshots of older runs (before a reload) are not drawn
-        self.screen.set_class(self.no_color, "no-color")  # Textual takes NO_COLOR out of the environment
+        self._home.set_class(self.no_color, "no-color")  # Textual takes NO_COLOR out of the environment
         self.bring_forward(by_key()[0].PANE_ID)  # the first tab (Run)
         self._fit(self.size.width, self.size.height)
         if self.source.origin:
@@ -254,22 +263,49 @@ class GputopApp(App[int]):
             Path(path).write_text(json.dumps(stats) + "\n", encoding="utf-8")
 
     def on_resize(self, event: events.Resize) -> None:
-        self._fit(event.size.width, event.size.height)
+        if hasattr(self, "_home"):  # the first Resize comes before on_mount, which fits the screen itself
+            self._fit(event.size.width, event.size.height)
 
     def _fit(self, width: int, height: int) -> None:
-        self.screen.set_class(width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1], "compact")
+        home = self._home
+        home.set_class(width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1], "compact")
         tall = height >= TALL_FROM
-        if tall != self.screen.has_class("tall"):
-            self.screen.set_class(tall, "tall")
-            for pane in self.query(LogPane):  # collapsed, it holds 3 or 10 rows of the newest messages
-                pane.redraw()
+        if tall != home.has_class("tall"):
+            home.set_class(tall, "tall")
+            self._log_pane.redraw()  # collapsed, it holds 3 or 10 rows of the newest messages
         small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
-        self.screen.set_class(small, "too-small")
+        home.set_class(small, "too-small")
         if small:
-            self.query_one("#too-small", Static).update(
+            home.query_one("#too-small", Static).update(
                 f"terminal {width}x{height} is too small: gputop needs at least {MIN_SIZE[0]}x{MIN_SIZE[1]}\n"
                 "make it larger, or press q to quit"
             )
+        self.call_after_refresh(self._share_spare_rows)
+
+    def _share_spare_rows(self) -> None:
+        """Rows the panes leave empty go to them: taller tables where rows are hidden, taller sparklines.
+
+        At 120x40 a dozen rows stood empty above the Log, 25 at 200x60. Each column's free rows are its
+        height less what its panes need (what they take less the rows they were given); in the compact
+        layout the pane in front has the whole height. Run after each frame and layout change: a table
+        that gains rows takes them from the sparklines, and nothing moves while nothing changes.
+        """
+        if not self._grid.is_attached or self._quitting_done:
+            return
+        available = self._grid.scrollable_content_region.height
+        changed = False
+        if self._home.has_class("compact"):
+            shown = [pane for pane in self._panes.values() if pane.display]
+            used = sum(column.outer_size.height for column in self._columns.values())
+            changed = share_rows(shown, available, used)
+        else:
+            for name, column in self._columns.items():
+                panes = [self._panes[pane.PANE_ID] for pane in in_column(name)]
+                changed = share_rows(panes, available, column.outer_size.height) or changed
+        # A change is measured again once laid out (a pane whose text grew meanwhile); a few rounds at most.
+        self._share_rounds = self._share_rounds + 1 if changed else 0
+        if changed and self._share_rounds < SHARE_ROUNDS:
+            self.call_after_refresh(self._share_spare_rows)
 
     # -- snapshots ------------------------------------------------------------
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
@@ -295,6 +331,7 @@ class GputopApp(App[int]):
         self._log_pane.show(snapshot)
         if isinstance(self.screen, (TimelineScreen, RooflineScreen)):
             self.screen.show(snapshot)
+        self.call_after_refresh(self._share_spare_rows)  # a table that gained rows, a line that came or went
         if len(self._draw_ages_ms) < MAX_AGES:
             # How old the snapshot was once drawn: the engine's publish to this screen, across the process boundary.
             self._draw_ages_ms.append((time.time() - snapshot.timestamp) * 1e3)
@@ -476,6 +513,7 @@ class GputopApp(App[int]):
         for pane in self._panes.values():
             pane.set_class(pane_id == pane.PANE_ID, "front")
         self._tabs.show_front(pane_id)
+        self.call_after_refresh(self._share_spare_rows)
 
     def action_bring_forward(self, pane_id: str) -> None:
         self.bring_forward(pane_id)
@@ -484,6 +522,7 @@ class GputopApp(App[int]):
         """The Log pane holds a few lines; `l` gives it half the screen, and back."""
         self._log_pane.toggle_class("grown")
         self._log_pane.redraw()  # collapsed: the newest whole messages, not what the grown pane scrolled to
+        self.call_after_refresh(self._share_spare_rows)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A recorded run (gputop open) offers no key that would act on a live run: shown nowhere, inert."""

@@ -73,6 +73,7 @@ from gputop.core.units import (
     pct_of_bound,
     percent,
     seconds,
+    share_of_ceiling,
     si,
 )
 from gputop.core.versions import versions
@@ -132,6 +133,7 @@ __all__ = [
     "percent",
     "ridge_intensity",
     "seconds",
+    "share_of_ceiling",
     "si",
     "to_json",
 ]

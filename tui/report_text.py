@@ -13,6 +13,8 @@ from typing import Any
 
 from gputop.core.profiling.overhead import overhead_text, overhead_warning
 from gputop.core.units import (
+    ABOVE_ESTIMATE,
+    ESTIMATE_NOTE,
     NAME_MARK,
     RATE,
     TIME_US,
@@ -28,6 +30,7 @@ from gputop.core.units import (
     pct_of_bound,
     percent,
     seconds,
+    share_of_ceiling,
     unchecked_outputs,
     work_lines,
 )
@@ -270,7 +273,11 @@ def run_report(report: dict[str, Any]) -> str:
         )
         lines.extend(limits_lines(profile))
         lines.extend(overhead_lines(profile))
-        lines.extend("  " + line for line in kernel_table(kernels).splitlines())
+        estimate = bool((profile.get("peaks") or {}).get("estimate"))
+        table = kernel_table(kernels, estimate)
+        lines.extend("  " + line for line in table.splitlines())
+        if ABOVE_ESTIMATE in table:
+            lines.append(f"          {ESTIMATE_NOTE} (the peaks line says how they were estimated)")
         lines.extend(work_lines(kernels))
         breakdown = report.get("call_breakdown")
         if breakdown:
@@ -404,8 +411,9 @@ def affinity_table(exports: list[dict[str, Any]], transfers: list[dict[str, Any]
 KERNEL_NUMBERS = ("avg", "min", "max", "share", "FLOP", "B", "FLOP/s", "B/s", "%peak")
 
 
-def kernel_table(kernels: list[dict[str, Any]]) -> str:
-    """The report's kernels, one row each, its numbers written as the Kernels pane writes them.
+def kernel_table(kernels: list[dict[str, Any]], estimate: bool = False) -> str:
+    """The report's kernels, one row each, its numbers written as the Kernels pane writes them
+    (`estimate`: the peaks are estimates, and a share above them is `>100%*`).
 
     Each numeric column is in the one unit the pane would pick for it (`avg ms`, `GFLOP/s`); the
     full dispatch names, the FLOPs and bytes of one dispatch are the report's own (the pane has
@@ -426,7 +434,8 @@ def kernel_table(kernels: list[dict[str, Any]]) -> str:
         labels[name] = f"{prefix.strip()}{name}"  # GFLOP, MB, GFLOP/s, MB/s
     labels["%peak"] = "%peak"
     cells["%peak"] = [
-        percent(pct_of_bound(k.get("bound"), k.get("pct_peak_compute"), k.get("pct_peak_bandwidth"))) for k in kernels
+        share_of_ceiling(pct_of_bound(k.get("bound"), k.get("pct_peak_compute"), k.get("pct_peak_bandwidth")), estimate)
+        for k in kernels
     ]
     header = ("kernel", "count", *(labels[n] for n in KERNEL_NUMBERS), "bound")
     rows = [header] + [

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from gputop.core.errors import CompileError, UsageError
 from gputop.core.files import file_sha256, require_file
-from gputop.core.module.diagnostics import looks_like_crash, parse_diagnostics
+from gputop.core.module.diagnostics import TRAILING_LOC, looks_like_crash, parse_diagnostics
 from gputop.core.module.targets import KnownBadTarget, known_bad_target
 from gputop.core.paths import cache_dir
 from gputop.core.processes import pid_alive, run_logged
@@ -430,6 +430,7 @@ def compile_failure(
             if where is not None and location:
                 first = first.replace(location.rsplit(":", 2)[0], str(where), 1)
             error = CompileError(first + quoted + hint, log_path=str(log_path))
+            error.located_at = _position(location, where)
         else:
             error = CompileError(f"the compiler failed (exit {returncode}){hint}", log_path=str(log_path))
     error.diagnostics = diagnostics
@@ -455,6 +456,14 @@ def _located(
     return "", None
 
 
+def _position(location: str | None, kept: Path | None) -> tuple[str, int, int] | None:
+    """(file, line, column) of `location`, the file being the kept dispatch source where it is in one."""
+    match = re.match(r"(?P<file>.*):(?P<line>\d+):(?P<col>\d+)$", location or "")
+    if match is None:
+        return None
+    return str(kept) if kept is not None else match.group("file"), int(match.group("line")), int(match.group("col"))
+
+
 def _quoted_line(location: str | None, source: bytes, width: int = 80) -> str:
     """`: `the source line`` for a `file:line:col` location in the module's own text, else ""."""
     match = re.search(r":(\d+):\d+$", location or "")
@@ -464,7 +473,8 @@ def _quoted_line(location: str | None, source: bytes, width: int = 80) -> str:
     number = int(match.group(1))
     if not 1 <= number <= len(lines):
         return ""
-    text = lines[number - 1].decode("utf-8", errors="replace").strip()
+    # Sources compiled with --mlir-print-debuginfo (ONNX models) end each op with its location: noise here.
+    text = TRAILING_LOC.sub("", lines[number - 1].decode("utf-8", errors="replace")).strip()
     if not text:
         return ""
     return f": `{text[: width - 3] + '...' if len(text) > width else text}`"

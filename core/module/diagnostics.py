@@ -14,7 +14,7 @@ import re
 
 from gputop.core.snapshot import Diagnostic
 
-__all__ = ["looks_like_crash", "parse_diagnostics"]
+__all__ = ["TRAILING_LOC", "looks_like_crash", "parse_diagnostics"]
 
 _HEADING = re.compile(r"^(?P<loc>\S[^\n]*?(?::\d+){0,2}): (?P<sev>error|warning|remark|note): (?P<msg>.*)$")
 # Two spellings seen: "function 'f' uses N bytes ..." and "'func.func' op uses N bytes ...".
@@ -23,6 +23,8 @@ _SHARED_MEMORY = re.compile(
     r"exceeded the limit of (?P<limit>\d+) bytes"
 )
 _DISPATCH = re.compile(r"(?:sym_name = \"|@|function ')(?P<name>[A-Za-z_][\w$.]*_dispatch_\d+[\w$.]*)")
+# An op printed with --mlir-print-debuginfo (ONNX models) ends with its location: the heading says it already.
+TRAILING_LOC = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)\s*$")
 _CRASH_MARKERS = ("Stack dump:", "PLEASE submit a bug report", "Segmentation fault")
 
 
@@ -32,7 +34,8 @@ def parse_diagnostics(text: str, *, log_path: str | None = None) -> list[Diagnos
     for raw in text.splitlines():
         heading = _HEADING.match(raw)
         if heading and heading.group("sev") != "note":
-            found.append((heading.group("sev"), heading.group("loc"), heading.group("msg"), []))
+            message = TRAILING_LOC.sub("", heading.group("msg"))
+            found.append((heading.group("sev"), heading.group("loc"), message, []))
         elif found:
             found[-1][3].append(raw)
     diagnostics: list[Diagnostic] = []

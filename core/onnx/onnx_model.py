@@ -27,6 +27,7 @@ __all__ = [
     "interface_change",
     "keeps_f64",
     "name_nodes",
+    "nodes_at",
     "random_ops",
     "refuse_unimportable",
     "repair_initializers",
@@ -46,6 +47,9 @@ IMPORTABLE_TYPES = frozenset(
     }
 )  # fmt: skip
 _NODE_LOCATION = re.compile(r'loc\("(?P<name>[^"]+)"\)')
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_LOC_ALIAS = re.compile(r"^(?P<alias>#loc\d*)\s*=\s*(?P<loc>loc\(.*\))\s*$", re.MULTILINE)
+_TRAILING_LOC = re.compile(r"loc\((?:[^()]|\([^()]*\))*\)\s*$")
 _ONNX_OPERATOR = re.compile(r'(?:torch\.operator "|name = ")onnx\.(?P<op>[A-Za-z0-9_]+)"')
 
 
@@ -324,6 +328,47 @@ def _first_error(output: str) -> str:
 def _shorten(text: str, width: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def nodes_at(model: Any, source: str, line: int, column: int) -> tuple[OnnxNode | None, list[OnnxNode]]:
+    """The ONNX node of the op at `line`:`column` of a dumped dispatch source, and every node of that source.
+
+    Sources dumped by a compile with `--mlir-print-debuginfo` end each op with the location the
+    importer gave it, the node's name (`loc("conv_1")`, fused or behind a `#loc3` alias). A multi-line
+    op (one with a region, such as `linalg.generic`) carries it after its closing brace. IREE fuses
+    several nodes into one dispatch; the second value lists them all, in the order the source names them.
+    """
+    by_name = {node.name: node for node in nodes(model)}
+    aliases = {match.group("alias"): match.group("loc") for match in _LOC_ALIAS.finditer(source)}
+
+    def named(loc: str, depth: int = 0) -> list[OnnxNode]:
+        found = [by_name[name] for name in _QUOTED.findall(loc) if name in by_name]
+        if depth < 4:  # aliases refer to aliases; a few levels is all MLIR prints
+            for alias in re.findall(r"#loc\d*\b", loc):
+                found += named(aliases.get(alias, ""), depth + 1)
+        return found
+
+    lines = source.splitlines()
+    at: OnnxNode | None = None
+    if 1 <= line <= len(lines):
+        end = _op_end(lines, line - 1, max(column - 1, 0))
+        trailing = _TRAILING_LOC.search(lines[end]) if end is not None else None
+        found = named(trailing.group(0)) if trailing is not None else []
+        at = found[0] if found else None
+    held = list(dict.fromkeys(n for loc in re.findall(r"loc\((?:[^()]|\([^()]*\))*\)", source) for n in named(loc)))
+    return at, held
+
+
+def _op_end(lines: list[str], first: int, column: int) -> int | None:
+    """The line on which the op starting at `first`:`column` ends: where its braces (regions,
+    attribute dictionaries) close again. Braces inside quoted strings do not count."""
+    depth = 0
+    for index in range(first, len(lines)):
+        text = _QUOTED.sub('""', lines[index][column:] if index == first else lines[index])
+        depth += text.count("{") - text.count("}")
+        if depth <= 0:
+            return index
+    return None
 
 
 def explain_failure(model: Any, output: str) -> str | None:

@@ -18,9 +18,8 @@ from gputop.core.profiling.name_work import work_from_name
 from gputop.core.profiling.peaks import at_clock, compute_peak_tflops, peaks_for
 from gputop.core.profiling.work import DispatchWork, ModuleWork
 from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary
-from gputop.core.units import si
 
-__all__ = ["KernelEfficiency", "raise_a_beaten_estimate", "rate_kernel", "ridge_intensity"]
+__all__ = ["KernelEfficiency", "rate_kernel", "ridge_intensity"]
 
 
 def ridge_intensity(peak_tflops: float, bandwidth_gbps: float) -> float:
@@ -63,35 +62,12 @@ def rate_kernel(kernel: KernelTiming, work: DispatchWork | None, peaks: DevicePe
     )
 
 
-def raise_a_beaten_estimate(peaks: DevicePeaks, kernels: tuple[KernelTiming, ...]) -> DevicePeaks | None:
-    """A CPU's compute peak is an estimate (cores x lanes x FMA x pipes x the clock /proc/cpuinfo
-    says). When a kernel beats it the CPU ran faster than that (a turbo clock), and a peak a kernel
-    beats is wrong: the peaks raised to what the best kernel reached, the source saying so; None when
-    no kernel beat them. Rate the kernels again against the result: never above 100% of a ceiling."""
-    best = max((k.pct_peak_compute or 0.0 for k in kernels), default=0.0)
-    if best <= 100.0 or not peaks.f32_tflops:
-        return None
-    factor = best / 100.0
-    f32 = peaks.f32_tflops * factor
-    base = peaks.source.split(RAISED)[0]
-    return replace(
-        peaks,
-        f32_tflops=f32,
-        f64_tflops=peaks.f64_tflops * factor if peaks.f64_tflops else None,
-        source=f"{base}{RAISED}{si(f32 * 1e12, 'FLOP/s')} f32, what a kernel reached (the CPU ran above that clock)",
-    )
-
-
-RAISED = "; an estimate, raised to "
-
-
 class KernelEfficiency:
     """Rates the kernels of one module on one device, pass after pass (the peaks are looked up once)."""
 
     def __init__(self, device: DeviceInfo, work: ModuleWork, gpu_name: str | None = None) -> None:
         self._work = work
         self._peaks, self._peaks_reason = peaks_for(device.kind, [gpu_name or "", device.name])
-        self._estimated = device.kind in ("cpu", "software-gpu", "host")  # computed (cpu_peaks), not a datasheet
 
     @property
     def work(self) -> ModuleWork:
@@ -115,11 +91,9 @@ class KernelEfficiency:
         if peaks is not None and clocks is not None:
             max_mem = clocks.start.max_mem_mhz or clocks.end.max_mem_mhz
             peaks = at_clock(peaks, clocks.mean_sm_mhz, clocks.mean_mem_mhz, max_mem)
+        # Against an estimate (a CPU's peaks) a share may pass 100%: kept as computed, with
+        # `peaks.estimate`; every face shows it as `>100%*` (units.share_of_ceiling).
         kernels = tuple(rate_kernel(k, self.work_of(k.name), peaks, "") for k in summary.kernels)
-        raised = raise_a_beaten_estimate(peaks, kernels) if self._estimated and peaks is not None else None
-        if raised is not None:
-            peaks = self._peaks = raised  # later passes start from the raised estimate
-            kernels = tuple(rate_kernel(k, self.work_of(k.name), peaks, "") for k in summary.kernels)
         return replace(
             summary,
             kernels=kernels,

@@ -6,13 +6,15 @@ IREE) reports, every number with its source; the numbers are dense (without
 2:4 sparsity) and hold at the datasheet's boost clock, so they scale with the
 SM clock NVML reads during a pass ("peak at this clock"). CPUs (and software
 GPUs such as lavapipe, which run on them) get theirs from cores x SIMD lanes x
-FMA x clock, read from /proc/cpuinfo, and a memory bandwidth measured once by
-a large copy (no table can know a machine's memory). A part that is in no
-table says so instead of borrowing a neighbour's numbers.
+FMA x the highest clock, read from /proc/cpuinfo and cpufreq, and a memory
+bandwidth measured once by a large copy (no table can know a machine's
+memory); those are estimates and say so (`DevicePeaks.estimate`). A part that
+is in no table says so instead of borrowing a neighbour's numbers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -117,30 +119,44 @@ def gpu_peaks(name: str) -> DevicePeaks | None:
 
 FMA_PIPES = 2  # two FMA pipes per core: Intel server cores since Skylake-SP, AMD since Zen 2 (see cpu_peaks)
 BANDWIDTH_BYTES = 64 * 2**20
+SYSFS_CPU = Path("/sys/devices/system/cpu")
 
 
-def cpu_peaks(cpuinfo: str | None = None, cores: int | None = None, bandwidth_gbps: float | None = None) -> DevicePeaks:
-    """This machine's CPU: cores x f32 SIMD lanes x 2 (FMA) x FMA pipes x clock, and its measured bandwidth.
+def cpu_peaks(
+    cpuinfo: str | None = None,
+    cores: int | None = None,
+    bandwidth_gbps: float | None = None,
+    sysfs: Path = SYSFS_CPU,
+) -> DevicePeaks:
+    """This machine's CPU: cores x f32 SIMD lanes x 2 (FMA) x FMA pipes x the highest clock, and its
+    measured bandwidth; an estimate, and marked as one (`estimate`).
 
     The SIMD width comes from the flags in /proc/cpuinfo (avx512f: 16 f32 lanes, avx2: 8, else SSE: 4);
-    FMA counts 2 FLOPs when the `fma` flag is there. Two FMA pipes per core is an assumption: some parts
-    (client cores with AVX-512, Zen 4's double-pumped AVX-512) reach half of it with 512-bit vectors.
+    FMA counts 2 FLOPs when the `fma` flag is there. Two FMA pipes per core is an assumption for server
+    cores, except where the part is known to do less: AMD Zen 4 (family 25 with avx512f) runs each 512-bit
+    op as two 256-bit halves on its two 256-bit FMA pipes, one 512-bit FMA a cycle. The clock is the
+    highest cpufreq allows (`cpuinfo_max_freq`, the turbo clock where the kernel knows it); without
+    cpufreq (virtual machines) it is the highest "cpu MHz" /proc/cpuinfo reports, which is the clock
+    now, not the turbo one: a kernel may then beat the estimate, and its share shows as `>100%*`.
     """
     text = cpuinfo if cpuinfo is not None else _read("/proc/cpuinfo")
     flags = set(_field(text, "flags").split())
     model = _field(text, "model name") or "CPU"
-    mhz_text = _field(text, "cpu MHz")
-    mhz = float(mhz_text) if mhz_text else None
+    mhz, clock_source = _max_clock(text, sysfs)
     count = cores or _physical_cores()
     lanes, isa = (16, "AVX-512") if "avx512f" in flags else (8, "AVX2") if "avx2" in flags else (4, "SSE")
     fma = 2 if "fma" in flags else 1
-    f32 = count * lanes * fma * FMA_PIPES * mhz * 1e6 / 1e12 if mhz else None
+    pipes = FMA_PIPES
+    if lanes == 16 and _field(text, "vendor_id") == "AuthenticAMD" and _field(text, "cpu family") == "25":
+        pipes, isa = 1, "AVX-512 on Zen 4's 256-bit pipes"
+    f32 = count * lanes * fma * pipes * mhz * 1e6 / 1e12 if mhz else None
     bandwidth = bandwidth_gbps if bandwidth_gbps is not None else measured_bandwidth_gbps()
     how = (
-        f"{count} cores x {lanes} f32 lanes ({isa}) x {'2 (FMA)' if fma == 2 else '1'} x {FMA_PIPES} pipes "
-        f"@ {mhz:.0f} MHz; bandwidth measured by a {BANDWIDTH_BYTES >> 20} MiB copy"
+        f"estimate: {count} cores x {lanes} f32 lanes ({isa}) x {'2 (FMA)' if fma == 2 else '1'} x {pipes} "
+        f"FMA pipe{'s' if pipes > 1 else ''} @ {mhz:.0f} MHz ({clock_source}); "
+        f"bandwidth measured by a {BANDWIDTH_BYTES >> 20} MiB copy"
         if mhz
-        else "no clock in /proc/cpuinfo: compute peak unknown"
+        else "no clock in cpufreq or /proc/cpuinfo: compute peak unknown"
     )
     return DevicePeaks(
         part=f"{model} ({count} cores)",
@@ -152,7 +168,23 @@ def cpu_peaks(cpuinfo: str | None = None, cores: int | None = None, bandwidth_gb
         bf16_tensor_tflops=None,
         bandwidth_gbps=bandwidth,
         boost_mhz=int(mhz) if mhz else None,
+        estimate=True,
     )
+
+
+def _max_clock(cpuinfo: str, sysfs: Path) -> tuple[float | None, str]:
+    """The highest clock a core may run at (MHz) and where it was read: cpufreq's maximum (kHz), else
+    the highest of /proc/cpuinfo's "cpu MHz" lines (the clock at the moment it was read)."""
+    highest = 0
+    for path in sysfs.glob("cpu[0-9]*/cpufreq/cpuinfo_max_freq"):
+        with contextlib.suppress(OSError, ValueError):
+            highest = max(highest, int(path.read_text().strip()))
+    if highest:
+        return highest / 1000, "cpufreq's maximum"
+    clocks = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([0-9.]+)", cpuinfo, re.MULTILINE)]
+    if clocks:
+        return max(clocks), "/proc/cpuinfo's clock; no cpufreq, so the turbo clock is unknown"
+    return None, "none"
 
 
 def measured_bandwidth_gbps() -> float | None:

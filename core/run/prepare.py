@@ -19,7 +19,7 @@ from gputop.core.module.devices import resolve_device
 from gputop.core.module.targets import device_names
 from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, analyse_module
 from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
-from gputop.core.onnx.onnx_import import OPSET, explain_compile_failure, import_onnx
+from gputop.core.onnx.onnx_import import DEBUGINFO_FLAG, OPSET, explain_compile_failure, import_onnx
 from gputop.core.onnx.onnx_model import F64_FLAG
 from gputop.core.run.config import TargetKind
 from gputop.core.run.flow import RunContext
@@ -102,6 +102,8 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
         source_path, source_bytes = model.mlir, None
         if not any("const-eval" in flag for flag in flags):
             flags += ONNX_COMPILE_FLAGS
+        if DEBUGINFO_FLAG not in flags:
+            flags += (DEBUGINFO_FLAG,)
         if model.f64 == "kept" and not any("demote-f64" in flag for flag in flags):
             # Double inputs, outputs or weights: demoted, the module would read f64 bytes as f32.
             flags += (F64_FLAG,)

@@ -4,14 +4,16 @@ A pane declares its id, title, key and place once, as class variables on
 `BoxPane`; the app composes the layout, binds the keys 1-5, draws the tab
 row and finds a pane by its id from `PANES` alone, so adding a pane is its
 own module and one entry below. The header and the Log pane are the app's
-fixed frame, not tabbed panes, and are re-exported here beside them.
+fixed frame, not tabbed panes, and are re-exported here beside them, as is the
+footer of keys.
 """
 
 from __future__ import annotations
 
-from gputop.tui.panes.box import COLUMNS, BoxPane, LayoutColumn
+from gputop.tui.panes.box import COLUMNS, BoxPane, LayoutColumn, share_rows
 from gputop.tui.panes.captures import CapturesPane
 from gputop.tui.panes.exports import ExportsPane
+from gputop.tui.panes.footer import KeysFooter
 from gputop.tui.panes.header import HeaderBar
 from gputop.tui.panes.kernels import KernelsPane
 from gputop.tui.panes.log import LogPane
@@ -27,6 +29,7 @@ __all__ = [
     "ExportsPane",
     "HeaderBar",
     "KernelsPane",
+    "KeysFooter",
     "LayoutColumn",
     "LogPane",
     "MemoryPane",
@@ -34,6 +37,7 @@ __all__ = [
     "RunPane",
     "by_key",
     "in_column",
+    "share_rows",
 ]
 
 PANES: tuple[type[BoxPane], ...] = (RunPane, MemoryPane, KernelsPane, ExportsPane, CapturesPane)

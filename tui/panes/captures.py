@@ -34,8 +34,9 @@ class CapturesPane(BoxPane):
     KEY = "5"
     COLUMN = "right"
     ROW = 2
+    TALLER_TABLE = ("#captures-table", 6)
     DEFAULT_CSS = """
-    CapturesPane DataTable { height: auto; max-height: 6; }
+    CapturesPane DataTable { height: auto; }
     CapturesPane #captures-hint { height: auto; color: $text-muted; }
     """
 

@@ -77,8 +77,9 @@ class ExportsPane(BoxPane):
     KEY = "4"
     COLUMN = "right"
     ROW = 0
+    TALLER_TABLE = ("#exports-table", 6)
     DEFAULT_CSS = """
-    ExportsPane DataTable { height: auto; max-height: 6; }
+    ExportsPane DataTable { height: auto; }
     ExportsPane #exports-hint { height: auto; color: $text-muted; }
     """
 

@@ -26,6 +26,7 @@ from gputop.tui.bridge import (
     NAME_NOTE,
     RATE,
     TIME_US,
+    CallBreakdown,
     KernelTiming,
     LiveBaseline,
     ProfileSummary,
@@ -37,9 +38,11 @@ from gputop.tui.bridge import (
     overhead_warning,
     pct_of_bound,
     percent,
+    share_of_ceiling,
     to_json,
 )
 from gputop.tui.bridge import limits_line as limits_text
+from gputop.tui.call_strip import call_strip, call_strip_rows
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 
@@ -70,13 +73,17 @@ class KernelsPane(BoxPane):
     KEY = "3"
     COLUMN = "right"
     ROW = 1
+    TALLER_TABLE = ("#kernels-table", 10)  # an ONNX model's 40 kernels: more of them where there is room
     DEFAULT_CSS = """
-    KernelsPane DataTable { height: auto; max-height: 10; }
+    KernelsPane DataTable { height: auto; }
     KernelsPane #kernels-summary { height: auto; }
     KernelsPane #kernels-warning { height: auto; color: $warning; }
     KernelsPane #kernels-hint { height: auto; color: $text-muted; }
     KernelsPane #kernels-note { height: auto; color: $text-muted; }
+    KernelsPane #kernels-call { height: auto; margin-top: 1; display: none;
+                                text-wrap: nowrap; text-overflow: ellipsis; }
     """
+    _breakdown: CallBreakdown | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="kernels-summary")
@@ -86,6 +93,35 @@ class KernelsPane(BoxPane):
         note.display = False  # until a profile has kernels whose work was read from their names
         yield note
         yield Static("no profile yet: press p to profile the running module", id="kernels-hint")
+        yield Static(id="kernels-call")  # the median call's strips, where the column has the rows
+
+    # Rows to spare go to the table's hidden rows first, then to the median call's strips (whole or not
+    # at all): the Timeline at a glance, where the right column stood empty at 120x40.
+    def rows_wanted(self) -> int:
+        return super().rows_wanted() + self._call_rows()
+
+    def rows_in_use(self) -> int:
+        call = self.query_one("#kernels-call", Static)
+        return super().rows_in_use() + (call.outer_size.height if call.display else 0)
+
+    def take_rows(self, rows: int) -> None:
+        to_table = min(rows, super().rows_wanted())
+        super().take_rows(to_table)
+        self.extra_rows = rows
+        call = self.query_one("#kernels-call", Static)
+        call.display = rows - to_table >= self._call_rows() > 0
+        self._draw_call()
+
+    def _call_rows(self) -> int:
+        return call_strip_rows(self._breakdown) + 1 if self._breakdown is not None else 0  # +1: its margin
+
+    def _draw_call(self) -> None:
+        call = self.query_one("#kernels-call", Static)
+        if call.display and self._breakdown is not None:
+            show_text(call, call_strip(self._breakdown, self.content_region.width))
+
+    def on_resize(self) -> None:
+        self._draw_call()
 
     def show(self, snapshot: RunSnapshot) -> None:
         profile = snapshot.profile
@@ -93,6 +129,10 @@ class KernelsPane(BoxPane):
         warning = self.query_one("#kernels-warning", Static)
         hint = self.query_one("#kernels-hint", Static)
         note = self.query_one("#kernels-note", Static)
+        self._breakdown = profile.call_breakdown if profile is not None else None
+        if self._breakdown is None:
+            self.query_one("#kernels-call", Static).display = False  # rows it had go back at the next share
+        self._draw_call()
         if profile is None:
             self.query_one("#kernels-table", KeyedTable).sync({})
             summary.display = False
@@ -122,7 +162,8 @@ class KernelsPane(BoxPane):
         warning.display = bool(warnings)
         show_text(warning, "\n".join(f"⚠ {w}" for w in warnings))
         baseline: LiveBaseline | None = getattr(self.app, "baseline", None)
-        rows, labels = kernel_rows(profile.kernels, snapshot.function or "", baseline)
+        estimate = profile.peaks is not None and profile.peaks.estimate
+        rows, labels = kernel_rows(profile.kernels, snapshot.function or "", baseline, estimate)
         self.query_one("#kernels-table", KeyedTable).sync(rows, labels, {"vs base": 1 if baseline else -1})
         named = any(name_marked(to_json(k)) for k in profile.kernels)
         note.display = named
@@ -140,9 +181,13 @@ def vs_base(kernel: KernelTiming, baseline: LiveBaseline | None) -> str:
 
 
 def kernel_rows(
-    kernels: tuple[KernelTiming, ...], function: str = "", baseline: LiveBaseline | None = None
+    kernels: tuple[KernelTiming, ...],
+    function: str = "",
+    baseline: LiveBaseline | None = None,
+    estimate: bool = False,
 ) -> tuple[dict[str, tuple[str | Text, ...]], dict[str, str]]:
-    """A row per kernel (every column) and the headers, each numeric column in its one unit."""
+    """A row per kernel (every column) and the headers, each numeric column in its one unit; `estimate`:
+    the peaks are estimates (a CPU's), and a share above them shows as `>100%*`."""
     labels: dict[str, str] = {}
     numeric: dict[str, list[str]] = {}
     for name in ("avg", "min", "max", "p50"):
@@ -165,7 +210,7 @@ def kernel_rows(
             percent(kernel.share * 100),
             vs_base(kernel, baseline),
             numeric["p50"][index],
-            percent_of_bound(kernel),
+            percent_of_bound(kernel, estimate),
             kernel.bound or "-",
             numeric["FLOP/s"][index],
             numeric["B/s"][index],
@@ -224,6 +269,7 @@ def short_name(name: str, function: str = "") -> str:
     return name
 
 
-def percent_of_bound(kernel: KernelTiming) -> str:
-    """The kernel's share of the ceiling that bounds it (`pct_of_bound` says which when a peak is missing)."""
-    return percent(pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth))
+def percent_of_bound(kernel: KernelTiming, estimate: bool = False) -> str:
+    """The kernel's share of the ceiling that bounds it (`pct_of_bound` says which when a peak is missing);
+    `>100%*` above an estimated ceiling."""
+    return share_of_ceiling(pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth), estimate)

@@ -35,8 +35,9 @@ class MemoryPane(BoxPane):
     KEY = "2"
     COLUMN = "left"
     ROW = 1
+    TALLER_TABLE = ("#memory-table", 8)  # its sparkline stays small: live bytes are mostly flat
     DEFAULT_CSS = """
-    MemoryPane DataTable { height: auto; max-height: 8; }
+    MemoryPane DataTable { height: auto; }
     MemoryPane #memory-device { height: auto; }
     MemoryPane Sparkline { height: 2; }
     """

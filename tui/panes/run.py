@@ -55,10 +55,11 @@ class RunPane(BoxPane):
     KEY = "1"
     COLUMN = "left"
     ROW = 0
+    TALLER_CHART = ("#run-sparkline", 2)  # the calls' times, taller where the column has room
     DEFAULT_CSS = """
     RunPane #run-phases { height: auto; }
     RunPane #run-calls { height: auto; }
-    RunPane Sparkline { height: 2; margin-top: 1; }
+    RunPane Sparkline { margin-top: 1; }
     """
 
     _baseline_text = ""

@@ -14,5 +14,6 @@ from gputop.tui.screens.device import DeviceScreen
 from gputop.tui.screens.help import HelpScreen
 from gputop.tui.screens.roofline import RooflineScreen
 from gputop.tui.screens.timeline import TimelineScreen
+from gputop.tui.screens.window import Window
 
-__all__ = ["CaptureScreen", "DeviceScreen", "HelpScreen", "RooflineScreen", "TimelineScreen"]
+__all__ = ["CaptureScreen", "DeviceScreen", "HelpScreen", "RooflineScreen", "TimelineScreen", "Window"]

@@ -12,20 +12,19 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from gputop.tui.bridge import CaptureInfo, to_json
 from gputop.tui.report_text import DISPATCH_COLUMNS, dispatch_rows, replay_line
+from gputop.tui.screens.window import Window
 
 __all__ = ["CaptureScreen"]
 
 
-class CaptureScreen(ModalScreen[None]):
+class CaptureScreen(Window[None]):
     """One capture's dispatch list: entry points, workgroups, bound buffers, and replayed GPU times."""
 
     DEFAULT_CSS = """
-    CaptureScreen { align: center middle; }
     CaptureScreen > Vertical { width: 95%; height: auto; max-height: 90%; border: round $accent;
                                background: $surface; padding: 1 2; }
     CaptureScreen DataTable { height: auto; max-height: 24; }

@@ -10,20 +10,19 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from gputop.tui.bridge import DeviceInfo
+from gputop.tui.screens.window import Window
 
 __all__ = ["DeviceScreen"]
 
 
-class DeviceScreen(ModalScreen[str | None]):
+class DeviceScreen(Window[str | None]):
     """Pick a runnable device; dismisses with its id, or None."""
 
     DEFAULT_CSS = """
-    DeviceScreen { align: center middle; }
     DeviceScreen > Vertical { width: 80%; height: auto; max-height: 80%; border: round $accent;
                               background: $surface; padding: 1 2; }
     DeviceScreen OptionList { height: auto; max-height: 16; }

@@ -11,10 +11,10 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputop.tui.panes import by_key
+from gputop.tui.screens.window import Window
 
 __all__ = ["KEYS", "HelpScreen"]
 
@@ -42,9 +42,8 @@ KEYS = (
 )
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Window[None]):
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
     HelpScreen > Vertical { width: 72; max-width: 95%; height: auto; border: round $accent;
                             background: $surface; padding: 1 2; }
     """
@@ -63,5 +62,5 @@ class HelpScreen(ModalScreen[None]):
             yield Static("[b]gputop keys[/b]  (escape closes)\n")
             yield Static(table)
 
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_dismiss(self) -> None:
         self.dismiss(None)

@@ -20,7 +20,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputop.tui.bridge import (
@@ -30,11 +29,12 @@ from gputop.tui.bridge import (
     flop_per_byte,
     mhz,
     pct_of_bound,
-    percent,
     ridge_intensity,
+    share_of_ceiling,
     si,
 )
 from gputop.tui.panes.kernels import dispatch_number, without_function
+from gputop.tui.screens.window import Window
 
 __all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
 
@@ -229,8 +229,10 @@ def _legend(
             clock += f" (dotted: {mhz(peaks.boost_mhz)}, the datasheet's)"
     roofs = ", ".join(si(c * 1e12, "FLOP/s") for c in ceilings)
     ridge = ridge_intensity(max(ceilings), bandwidth / 1e9)
+    estimated = " (estimates: a kernel may beat them)" if peaks.estimate else ""
     legend.append(
-        f"roofs{clock}: compute {roofs}, memory {si(bandwidth, 'B/s')} (ridge {flop_per_byte(ridge)}); {peaks.part}\n",
+        f"roofs{clock}: compute {roofs}, memory {si(bandwidth, 'B/s')} (ridge {flop_per_byte(ridge)}); "
+        f"{peaks.part}{estimated}\n",
         "cyan",
     )
     shown = profile.kernels[:LEGEND_ROWS]
@@ -239,7 +241,7 @@ def _legend(
     for kernel in shown:
         marker = numbered.get(kernel.name, "")
         legend.append(f" {marker:>{marks}} ", "bold yellow")
-        legend.append(f"{without_function(kernel.name, function):<{width}}  {_describe(kernel)}\n")
+        legend.append(f"{without_function(kernel.name, function):<{width}}  {_describe(kernel, peaks.estimate)}\n")
     if len(profile.kernels) > LEGEND_ROWS:
         legend.append(
             f"   ... {len(profile.kernels) - LEGEND_ROWS} more kernels (the Kernels pane lists them)\n", "dim"
@@ -247,20 +249,21 @@ def _legend(
     return legend
 
 
-def _describe(kernel: KernelTiming) -> str:
+def _describe(kernel: KernelTiming, estimate: bool = False) -> str:
     if kernel.intensity is None or kernel.achieved_tflops is None:
         return f"not placed: {kernel.work or 'FLOPs unknown'}"
     pct = pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth)
-    share = f", {percent(pct)} of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
+    share = (
+        f", {share_of_ceiling(pct, estimate)} of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
+    )
     named = " (work from its name)" if kernel.work_source == "name" else ""
     return f"{flop_per_byte(kernel.intensity)}, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}{named}"
 
 
-class RooflineScreen(ModalScreen[None]):
+class RooflineScreen(Window[None]):
     """The roofline of the newest profile, redrawn as profiles arrive."""
 
     DEFAULT_CSS = """
-    RooflineScreen { align: center middle; }
     RooflineScreen > Vertical { width: 96%; height: 92%; border: round $accent; background: $surface; padding: 0 1; }
     RooflineScreen #roofline-chart { height: 1fr; }
     """
@@ -288,5 +291,5 @@ class RooflineScreen(ModalScreen[None]):
         profile = snapshot.profile if snapshot is not None else None
         chart.update(render_roofline(profile, width, height, snapshot.function or "" if snapshot else ""))
 
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_dismiss(self) -> None:
         self.dismiss(None)

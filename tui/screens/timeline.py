@@ -14,13 +14,14 @@ on the same time axis. It redraws on every profile pass and fits 80 columns.
 
 from __future__ import annotations
 
-from rich.console import Group
+import io
+
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gputop.tui.bridge import (
@@ -34,6 +35,8 @@ from gputop.tui.bridge import (
     percent,
     to_json,
 )
+from gputop.tui.call_strip import KINDS, LABEL_WIDTH, strip_rows
+from gputop.tui.screens.window import Window
 
 __all__ = [
     "KINDS",
@@ -47,44 +50,7 @@ __all__ = [
     "totals_table",
 ]
 
-# kind: (label, glyph, style). Glyphs keep the strip readable without colour (NO_COLOR, a log file).
-KINDS = {
-    "host": ("host", "H", "bold blue"),
-    "queue": ("queue", "Q", "bold yellow"),
-    "alloc": ("alloc", "A", "bold magenta"),
-    "device_busy": ("device busy", "█", "green"),
-    "device_idle": ("device idle", "·", "dark_green"),
-    "return_wait": ("return wait", "R", "bold cyan"),
-    "unaccounted": ("unaccounted", "?", "grey50"),
-}
-HOST_ROW = "host"
-LABEL_WIDTH = 12
-
-
-def strip_rows(segments: tuple[CallSegment, ...], wall_ms: float, width: int) -> list[tuple[str, Text]]:
-    """One strip per row (host, then each device), `width` cells each cell showing its dominant kind."""
-    rows: dict[str, list[CallSegment]] = {HOST_ROW: []}
-    for segment in segments:
-        row = segment.device if segment.kind in ("device_busy", "device_idle") and segment.device else HOST_ROW
-        rows.setdefault(row, []).append(segment)
-    scale = wall_ms / width if wall_ms > 0 and width > 0 else 1.0
-    drawn = []
-    for name, row_segments in rows.items():
-        line = Text(no_wrap=True, overflow="crop")
-        for cell in range(width):
-            c0, c1 = cell * scale, (cell + 1) * scale
-            best, best_overlap = None, 0.0
-            for segment in row_segments:
-                overlap = min(c1, segment.start_ms + segment.duration_ms) - max(c0, segment.start_ms)
-                if overlap > best_overlap:
-                    best, best_overlap = segment, overlap
-            if best is None:
-                line.append(" ")
-            else:
-                _, glyph, style = KINDS.get(best.kind, ("?", "?", ""))
-                line.append(glyph, style=style)
-        drawn.append((name, line))
-    return drawn
+WINDOW_ROWS = 3  # the Timeline window's border (2) and title (1): the rest of the screen is the view's
 
 
 def totals_table(breakdown: CallBreakdown) -> Text:
@@ -101,16 +67,17 @@ def totals_table(breakdown: CallBreakdown) -> Text:
     return lines
 
 
-def largest_table(segments: tuple[CallSegment, ...], width: int) -> Text:
-    """The median call's longest segments: what each was, when it began, how long it took."""
+def largest_table(segments: tuple[CallSegment, ...], width: int, count: int = 5) -> Text:
+    """The median call's `count` longest segments: what each was, when it began, how long it took."""
     lines = Text(no_wrap=True, overflow="ellipsis")
-    for index, segment in enumerate(largest_segments(segments)):
+    shown = largest_segments(segments, count)
+    for index, segment in enumerate(shown):
         label, glyph, style = KINDS.get(segment.kind, (segment.kind, "?", ""))
         lines.append(f"{glyph} {label:<12}", style=style)
         detail = f" {ms_fixed(segment.duration_ms):>12} at {ms_fixed(segment.start_ms)}: {segment.name}"
         room = max(10, width - 14)
         lines.append(detail if len(detail) <= room else detail[: room - 1] + "…")
-        if index < len(largest_segments(segments)) - 1:
+        if index < len(shown) - 1:
             lines.append("\n")
     return lines
 
@@ -140,8 +107,16 @@ def baseline_segments(baseline: LiveBaseline | None) -> tuple[CallSegment, ...]:
     return tuple(segments)
 
 
-def render_timeline(snapshot: RunSnapshot, width: int, baseline: LiveBaseline | None = None) -> Group | Text:
-    """The whole view for one snapshot, `width` columns wide (with the baseline's median call under it)."""
+def render_timeline(
+    snapshot: RunSnapshot, width: int, baseline: LiveBaseline | None = None, height: int | None = None
+) -> Group | Text:
+    """The whole view for one snapshot, `width` columns wide (with the baseline's median call under it).
+
+    With a `height`, the view fits it where it can: the strips, the totals and the lines saying which
+    records it comes from always show; the median call's largest segments (the strip draws them too)
+    and the blank lines between parts take what rows are left, largest segments first. At 80x24 the
+    `records:` lines fell off the bottom of the window.
+    """
     profile = snapshot.profile
     if snapshot.profiling and (profile is None or profile.call_breakdown is None):
         return Text("profiling... the timeline appears when the pass ends")
@@ -156,7 +131,7 @@ def render_timeline(snapshot: RunSnapshot, width: int, baseline: LiveBaseline | 
     base = baseline_segments(baseline)
     base_ms = sum(segment.duration_ms for segment in base)
     axis_ms = max(median_ms, base_ms)  # one time axis for both calls
-    lines: list[Text | Table] = [
+    strips: list[Text] = [
         Text.assemble(
             ("median call ", "bold"),
             f"{ms_fixed(median_ms)} of {breakdown.calls} profiled (mean {ms_fixed(breakdown.wall_ms)}, "
@@ -171,38 +146,56 @@ def render_timeline(snapshot: RunSnapshot, width: int, baseline: LiveBaseline | 
     ]
     for name, strip in strip_rows(breakdown.median_call, axis_ms, strip_width):
         label = Text(f"{name[: LABEL_WIDTH - 1]:<{LABEL_WIDTH}}", style="bold", no_wrap=True)
-        lines.append(Text.assemble(label, strip))
+        strips.append(Text.assemble(label, strip))
     if baseline is not None and base:
         change = f" ({(median_ms / base_ms - 1) * 100:+.1f}% live)" if base_ms > 0 else ""
-        lines.append(
+        strips.append(
             Text(f"baseline median call {ms_fixed(base_ms)}{change}: {baseline.label}", style="dim", no_wrap=True,
                  overflow="ellipsis")
         )  # fmt: skip
         for name, strip in strip_rows(base, axis_ms, strip_width):
             label = Text(f"{('base ' + name)[: LABEL_WIDTH - 1]:<{LABEL_WIDTH}}", style="dim", no_wrap=True)
-            lines.append(Text.assemble(label, strip))
+            strips.append(Text.assemble(label, strip))
     elif baseline is not None:
-        lines.append(Text(f"baseline {baseline.label}: no call breakdown recorded", style="dim"))
-    lines.append(Text(""))
+        strips.append(Text(f"baseline {baseline.label}: no call breakdown recorded", style="dim"))
+    records = [
+        Text(f"records: {breakdown.source}", style="dim"),
+        Text(f"device time on the host clock: {breakdown.fit}", style="dim"),
+    ]
+    if profile.overhead is not None:  # what the pass cost, as the records it took
+        cost = to_json(profile.overhead)
+        records.append(Text(f"pass cost: {overhead_text(cost)}", style="dim"))
+        warning = overhead_warning(cost, profile.profiling_on)
+        if warning:
+            records.append(Text(f"⚠ {warning}", style="bold yellow"))
+    side_by_side = width >= 100  # then the largest segments sit beside the totals, in their rows
+    wanted = len(largest_segments(breakdown.median_call))
+    required = sum(_rows(line, width) for line in [*strips, *records]) + 1 + len(KINDS) + 2  # and the totals
+    room = 10**6 if height is None else height - required
+    largest = wanted if side_by_side else max(0, min(wanted, room))
+    blanks = max(0, min(3, room - (0 if side_by_side else largest)))  # after the strips, before records, ...
+    lines: list[Text | Table] = [*strips]
+    lines += [Text("")] if blanks >= 1 else []
     lines.append(Text("mean per call over the pass:", style="dim"))
-    if width >= 100:
+    if side_by_side:
         side = Table.grid(padding=(0, 4))
         side.add_row(totals_table(breakdown), largest_table(breakdown.median_call, width - 40))
         lines.append(side)
     else:
         lines.append(totals_table(breakdown))
-        lines.append(Text(""))
-        lines.append(largest_table(breakdown.median_call, width))
-    lines.append(Text(""))
-    lines.append(Text(f"records: {breakdown.source}", style="dim"))
-    lines.append(Text(f"device time on the host clock: {breakdown.fit}", style="dim"))
-    if profile.overhead is not None:
-        cost = to_json(profile.overhead)
-        lines.append(Text(f"pass cost: {overhead_text(cost)}", style="dim"))
-        warning = overhead_warning(cost, profile.profiling_on)
-        if warning:
-            lines.append(Text(f"⚠ {warning}", style="bold yellow"))
+        if largest:
+            lines += [Text("")] if blanks >= 3 else []  # ... and, last, before the largest segments
+            lines.append(largest_table(breakdown.median_call, width, largest))
+    lines += [Text("")] if blanks >= 2 else []
+    lines += records
     return Group(*lines)
+
+
+def _rows(line: Text, width: int) -> int:
+    """The rows a line of the view takes at `width`, wrapped as the screen wraps it."""
+    if line.no_wrap:
+        return 1
+    return len(line.wrap(Console(width=max(width, 1), file=io.StringIO()), max(width, 1)))
 
 
 class TimelineView(Static):
@@ -214,19 +207,22 @@ class TimelineView(Static):
 
     def show(self, snapshot: RunSnapshot) -> None:
         self._snapshot = snapshot
-        self.update(render_timeline(snapshot, max(40, self.size.width or 78), getattr(self.app, "baseline", None)))
+        self._redraw(max(40, self.size.width or 78))
 
     def on_resize(self) -> None:
-        snapshot = getattr(self, "_snapshot", None)
-        if snapshot is not None:
-            self.update(render_timeline(snapshot, max(40, self.size.width), getattr(self.app, "baseline", None)))
+        if getattr(self, "_snapshot", None) is not None:
+            self._redraw(max(40, self.size.width))
+
+    def _redraw(self, width: int) -> None:
+        # The rows the window can give the view: the screen less the window's border and its title line.
+        height = max(8, self.screen.size.height - WINDOW_ROWS) if self.is_attached else None
+        self.update(render_timeline(self._snapshot, width, getattr(self.app, "baseline", None), height))
 
 
-class TimelineScreen(ModalScreen[None]):
+class TimelineScreen(Window[None]):
     """The Timeline view over the app; it keeps updating while open (every pass redraws it)."""
 
     DEFAULT_CSS = """
-    TimelineScreen { align: center middle; }
     TimelineScreen > VerticalScroll { width: 100%; max-width: 140; height: auto; max-height: 100%;
                                       border: round $accent; background: $surface; padding: 0 1; }
     """
@@ -252,5 +248,5 @@ class TimelineScreen(ModalScreen[None]):
     def show(self, snapshot: RunSnapshot) -> None:
         self.query_one(TimelineView).show(snapshot)
 
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_dismiss(self) -> None:
         self.dismiss(None)
