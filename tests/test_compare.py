@@ -240,6 +240,27 @@ def test_a_b_with_a_slower_compile_is_a_regression(tmp_path: Path) -> None:
     assert "regression" in proc.stderr and "verdict: B is" in proc.stdout
 
 
+def test_a_kernel_renamed_by_a_real_compile_is_shown_as_renamed(tmp_path: Path) -> None:
+    """demo:mlp against the same MLP with its first layer in f16: IREE names that dispatch
+    `..._f16xf16xf32`; compare pairs it with the f32 one by its dispatch ordinal and says so."""
+    a, _ = _run(tmp_path, "f32", calls=100)
+    b = tmp_path / "f16.json"
+    proc = run_gputop(
+        "run", str(Path(__file__).parent / "data" / "mlp_f16.mlir"), "-d", "local-task", "-n", "100", "--profile",
+        "--profile-calls", "50", "-q", "--json", str(b),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    proc = run_gputop("compare", str(a), str(b), "--json", str(tmp_path / "c.json"))
+    assert proc.returncode == 0, proc.stderr
+    kernels = json.loads((tmp_path / "c.json").read_text())["kernels"]
+    renamed = [k for k in kernels if k["match"] == "position"]
+    assert [(k["name_a"], k["name_b"]) for k in renamed] == [
+        ("mlp_dispatch_0_matmul_256x1024x1024_f32", "mlp_dispatch_0_matmul_256x1024x1024_f16xf16xf32")
+    ], kernels
+    assert {k["match"] for k in kernels} == {"name", "position"}  # the other two keep their names
+    assert "-> mlp_dispatch_0_matmul_256x1024x1024_f16xf16xf32" in proc.stdout and "(renamed)" in proc.stdout
+
+
 def test_a_session_compared_with_itself_by_id(tmp_path: Path) -> None:
     _, report = _run(tmp_path, "self", calls=100)
     session = Path(report["session_dir"]).name
