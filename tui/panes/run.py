@@ -25,6 +25,10 @@ from gputop.tui.report_text import PHASES, parameters_progress
 __all__ = ["RunPane", "baseline_line"]
 
 BASELINE_EVERY_S = 1.0  # the test against the baseline is redone at most this often
+# A sparkline's draw costs in proportion to its rows: the two-row one is redrawn with every frame, a taller
+# one (spare rows, issue 29) as much less often, so the chart costs the viewer the same CPU at any height.
+# Drawn every frame at 14 rows it took 5% of a core more on the 2-core machine (bench/perturbation.py).
+SPARKLINE_ROW_PAIR_S = 0.08
 
 
 def baseline_line(baseline: LiveBaseline, snapshot: RunSnapshot) -> str:
@@ -64,6 +68,7 @@ class RunPane(BoxPane):
 
     _baseline_text = ""
     _baseline_at = 0.0
+    _sparkline_at = 0.0
     _baseline_of: object = None
 
     def compose(self) -> ComposeResult:
@@ -108,4 +113,9 @@ class RunPane(BoxPane):
                 self._baseline_at, self._baseline_of = now, baseline
             text += "\n" + self._baseline_text
         show_text(self.query_one("#run-calls", Static), text)
-        self.query_one("#run-sparkline", Sparkline).data = list(calls.recent_ms)
+        sparkline = self.query_one("#run-sparkline", Sparkline)
+        now = time.monotonic()
+        every_s = SPARKLINE_ROW_PAIR_S * (max(2, sparkline.size.height) / 2 - 1)
+        if now - self._sparkline_at >= every_s or snapshot.state != "running":
+            sparkline.data = list(calls.recent_ms)
+            self._sparkline_at = now
