@@ -115,7 +115,12 @@ async def test_a_recorded_run_offers_no_live_keys() -> None:
     app = GputopApp(ReplaySource.from_file(PROFILED))
     async with app.run_test(size=(200, 60)) as pilot:
         await pilot.pause(0.5)
-        keys = {getattr(key, "key", "") for key in app.query_one(Footer).query("FooterKey")}
+        keys: set[str] = set()
+        for _ in range(50):  # the footer recomposes its keys when the bindings change: wait for them
+            keys = {getattr(key, "key", "") for key in app.query_one(Footer).query("FooterKey")}
+            if keys:
+                break
+            await pilot.pause(0.1)
         assert {"question_mark", "q", "t"} <= keys
         assert not keys & {"space", "p", "c", "r", "d", "e"}
         assert "recorded, read-only" in str(app.query_one("#header").render())
