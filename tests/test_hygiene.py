@@ -80,7 +80,7 @@ def measure_cycles(device: str, warmup: int, cycles: int) -> None:
         )
 
 
-@pytest.mark.parametrize(("device", "warmup", "cycles"), [("local-task", 2, 5), ("vulkan", 1, 3)])
+@pytest.mark.parametrize(("device", "warmup", "cycles"), [("local-task", 2, 5), ("vulkan", 2, 3)])
 def test_cycles_leave_nothing_behind(device: str, warmup: int, cycles: int, request: pytest.FixtureRequest) -> None:
     if device != "local-task":
         device = request.getfixturevalue("vulkan_device")
