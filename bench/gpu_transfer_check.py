@@ -16,23 +16,15 @@ import sys
 from pathlib import Path
 
 from gputop.core.multidevice.affinity import FunctionAffinity
-from gputop.core.multidevice.stream_dataflow import PlannedCopy
 from gputop.core.multidevice.transfer_check import match_copies
 from gputop.core.profiling.profiles import runtime_tool
 from gputop.core.profiling.queue_events import load_queue_log
-from gputop.core.snapshot import ExportAffinity, Transfer, to_json
+from gputop.core.snapshot import to_json
 
 
 def main() -> None:
     plan = json.loads(Path(sys.argv[1]).read_text())
-    affinity = FunctionAffinity(
-        plan["function"],
-        tuple(ExportAffinity(**r) for r in plan["records"]),
-        tuple(Transfer(**t) for t in plan["transfers"]),
-        tuple(PlannedCopy(**c) for c in plan["copies"]),
-        tuple(plan["moved_by"]),
-        tuple(tuple(t) for t in plan["record_transfers"]),
-    )
+    affinity = FunctionAffinity.from_plan(plan)
     copies = load_queue_log(Path(sys.argv[2]), runtime_tool("iree-profile")).copies()
     observed, unexplained = match_copies(affinity, copies)
     print(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +28,6 @@ from gputop.core.module.inputs import make_inputs
 from gputop.core.module.signature import parse_declaration
 from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_DEFAULT_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
 from gputop.core.multidevice.affinity import affinity_flags, analyse_module
-from gputop.core.snapshot import to_json
 from gputop.tui.report_text import affinity_table
 
 BACKENDS = {
@@ -68,15 +66,10 @@ def main() -> None:
             [function] = analysis.functions
             label = f"{stem}_{backend}{demo.devices}"
             plan = {
-                "function": function.function,
+                **function.to_plan(),
                 "backend": kind,
                 "devices": dict(zip(device_names(demo.devices), specs, strict=True)),
                 "flags": list(multi),
-                "records": to_json(list(function.records)),
-                "transfers": to_json(list(function.transfers)),
-                "copies": [asdict(c) for c in function.copies],
-                "moved_by": list(function.moved_by),
-                "record_transfers": [list(t) for t in function.record_transfers],
                 "inputs": [f"{stem}_in{i}.npy" for i in range(len(inputs))],
                 "expected": f"{stem}_expected0.npy",
             }

@@ -27,7 +27,6 @@ import json
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 from gputop.core.module.compile import compile_module
@@ -38,7 +37,6 @@ from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FL
 from gputop.core.multidevice.affinity import affinity_flags, analyse_module
 from gputop.core.multidevice.transfer_check import input_shapes
 from gputop.core.profiling.profiles import runtime_tool
-from gputop.core.snapshot import to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -114,15 +112,10 @@ def main() -> None:
                 shaped = affinity.with_shapes(input_shapes(signature, arrays))
                 plan = {
                     "case": name,
-                    "function": affinity.function,
+                    **shaped.to_plan(),
                     "backend": kind,
                     "devices": dict(zip(device_names(case.devices), specs, strict=True)),
                     "flags": list(flags),
-                    "records": to_json(list(shaped.records)),
-                    "transfers": to_json(list(shaped.transfers)),
-                    "copies": [asdict(c) for c in shaped.copies],
-                    "moved_by": list(shaped.moved_by),
-                    "record_transfers": [list(t) for t in shaped.record_transfers],
                     "input_args": input_args,
                     "expected": references[key],
                     "vmfb": str(vmfb.relative_to(ROOT)),

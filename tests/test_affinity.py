@@ -338,3 +338,19 @@ def test_a_failed_tool_call_is_told_in_one_short_line(log: str, expected: str) -
     status = tool_status(output)
     assert status.startswith(expected), status
     assert "\n" not in status and len(status) < 160 and "tensor<" not in status
+
+
+def test_the_plan_carries_the_analysis_to_a_machine_without_the_compiler(tmp_path: Path) -> None:
+    """`to_plan` / `from_plan` (bench/prepare_issue*.py write it, the GPU machines read it): through JSON
+    the same records, transfers and planned copies come back, so the copies match there as here."""
+    from dataclasses import replace
+
+    from gputop.core.module.demos import DEMOS
+    from gputop.core.multidevice.affinity import FunctionAffinity, analyse_module
+
+    [function] = analyse_module(
+        Path("hidden-transfer.mlir"), TWO_LOCAL, tmp_path, source_bytes=DEMOS["hidden-transfer"].source()
+    ).functions
+    back = FunctionAffinity.from_plan(json.loads(json.dumps(function.to_plan())))
+    assert not any(function.sizes)  # static sizes: the plan leaves out only formulas, of which there are none
+    assert back == replace(function, sizes=())

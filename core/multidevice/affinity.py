@@ -30,7 +30,7 @@ from gputop.core.module.targets import device_names
 from gputop.core.multidevice.sizes import SizeExpr
 from gputop.core.multidevice.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows
 from gputop.core.processes import child_options
-from gputop.core.snapshot import ExportAffinity, Transfer
+from gputop.core.snapshot import ExportAffinity, Transfer, to_json
 
 __all__ = [
     "PINNED_EXPORTS",
@@ -91,6 +91,31 @@ class FunctionAffinity:
             for r, moved in zip(self.records, self.record_transfers, strict=True)
         )
         return replace(self, records=records, transfers=transfers, copies=copies)
+
+    def to_plan(self) -> dict[str, Any]:
+        """The analysis as JSON, for a machine without the compiler (the GPU machines): what `from_plan` reads
+        back there to match a profiled call's copies. Sizes are as they stand (give dynamic ones a call's
+        shapes with `with_shapes` first): their formulas are not written."""
+        return {
+            "function": self.function,
+            "records": to_json(list(self.records)),
+            "transfers": to_json(list(self.transfers)),
+            "copies": [to_json(replace(c, bytes_expr=None)) for c in self.copies],
+            "moved_by": list(self.moved_by),
+            "record_transfers": [list(t) for t in self.record_transfers],
+        }
+
+    @classmethod
+    def from_plan(cls, plan: dict[str, Any]) -> FunctionAffinity:
+        """The analysis `to_plan` wrote (extra keys of the plan are left alone)."""
+        return cls(
+            plan["function"],
+            tuple(ExportAffinity(**r) for r in plan["records"]),
+            tuple(Transfer(**t) for t in plan["transfers"]),
+            tuple(PlannedCopy(**c) for c in plan["copies"]),
+            tuple(plan["moved_by"]),
+            tuple(tuple(t) for t in plan["record_transfers"]),
+        )
 
 
 @dataclass(frozen=True)
