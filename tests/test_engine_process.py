@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 from textual.pilot import Pilot
-from tui_pilot import calls, choose_device, wait_for
+from tui_pilot import calls, choose_device, profile_now, wait_for
 
 from conftest import end_child, poll, spawn_gputop
 from gputop.core.serving.control_socket import ControlUnavailable, ask
@@ -48,8 +48,7 @@ async def pause_resume_and_profile(app: GputopApp, pilot: Pilot[int]) -> None:
     await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "paused")
     await pilot.press("space")
     await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "running")
-    await pilot.press("p")
-    await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=180)
+    await profile_now(app, pilot, timeout=180)
 
 
 def manifest(folder: Path) -> dict[str, object]:

@@ -189,7 +189,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
 
 
 async def test_open_shows_a_session_read_only(tmp_path: Path) -> None:
-    from textual.widgets import Footer
+    from tui_pilot import footer_keys, key_name
 
     from gputop.core.store.reader import read_tail
     from gputop.tui.app import GputopApp
@@ -205,7 +205,7 @@ async def test_open_shows_a_session_read_only(tmp_path: Path) -> None:
         assert app.snapshot is not None and app.snapshot.state == "finished"
         # It says it is recorded, and offers no key that would act on a live run.
         assert "recorded, read-only" in str(app.query_one("#header").render())
-        keys = {getattr(key, "key", "") for key in app.query_one(Footer).query("FooterKey")}
+        keys = {key_name(key) for key in await footer_keys(app, pilot)}
         assert "question_mark" in keys and not keys & {"space", "p", "c", "r", "d", "e"}
         await pilot.press("space")
         await pilot.pause(0.2)

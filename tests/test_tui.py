@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
-from tui_pilot import calls, choose_device, live_app, wait_for
+from tui_pilot import calls, choose_device, live_app, profile_now, wait_for
 
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
@@ -180,8 +180,7 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
     app = live_app()
     async with app.run_test(size=(200, 60)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
-        await pilot.press("p")
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
+        await profile_now(app, pilot)
         await pilot.pause(0.3)
         table = app.query_one("#kernels-table", KeyedTable)
         assert table.row_count == 3
@@ -221,8 +220,7 @@ async def test_work_read_from_dispatch_names_is_marked_in_the_kernels_pane(tmp_p
     app = live_app(target=str(bare))
     async with app.run_test(size=(200, 60)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
-        await pilot.press("p")
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
+        await profile_now(app, pilot)
         await pilot.pause(0.3)
         table = app.query_one("#kernels-table", KeyedTable)
         row = table.row_cells("mlp_dispatch_0_matmul_256x1024x1024_f32")
@@ -373,8 +371,7 @@ async def test_the_collapsed_log_shows_the_newest_whole_messages() -> None:
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
-        await pilot.press("p")  # the pass logs long lines (its call breakdown wraps at 120 columns)
-        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
+        await profile_now(app, pilot)  # the pass logs long lines (its call breakdown wraps at 120 columns)
         await pilot.pause(0.5)
         pane = app.query_one(LogPane)
         await pilot.press("l")

@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 from textual.binding import Binding
 from textual.pilot import Pilot
-from textual.widgets import Footer
-from tui_pilot import calls, choose_device, live_app, screen_lines, wait_for
+from tui_pilot import calls, choose_device, footer_keys, key_name, live_app, screen_lines, wait_for
 
 import gputop.tui.app
 import gputop.tui.panes.tabs
@@ -67,8 +66,7 @@ async def test_every_title_and_help_are_visible(size: tuple[int, int]) -> None:
             for pane in app.query(BoxPane):
                 assert pane.border_title in TITLES and on_screen(app, pane, 2), pane.border_title
         assert on_screen(app, app.query_one(LogPane), 2)
-        footer = app.query_one(Footer)
-        help_key = [key for key in footer.query("FooterKey") if getattr(key, "key", "") == "question_mark"]
+        help_key = [key for key in await footer_keys(app, pilot) if key_name(key) == "question_mark"]
         assert help_key and on_screen(app, help_key[0])
 
 
@@ -115,12 +113,7 @@ async def test_a_recorded_run_offers_no_live_keys() -> None:
     app = GputopApp(ReplaySource.from_file(PROFILED))
     async with app.run_test(size=(200, 60)) as pilot:
         await pilot.pause(0.5)
-        keys: set[str] = set()
-        for _ in range(50):  # the footer recomposes its keys when the bindings change: wait for them
-            keys = {getattr(key, "key", "") for key in app.query_one(Footer).query("FooterKey")}
-            if keys:
-                break
-            await pilot.pause(0.1)
+        keys = {key_name(key) for key in await footer_keys(app, pilot)}
         assert {"question_mark", "q", "t"} <= keys
         assert not keys & {"space", "p", "c", "r", "d", "e"}
         assert "recorded, read-only" in str(app.query_one("#header").render())
@@ -242,11 +235,10 @@ async def test_at_120_columns_every_key_of_a_live_run_fits_the_footer() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
         await pilot.pause(0.3)
-        footer = app.query_one(Footer)
-        keys = [key for key in footer.query("FooterKey") if key.display]
-        assert {getattr(key, "key", "") for key in keys} >= {"question_mark", "l", "s", "f", "r", "d", "e"}
+        keys = [key for key in await footer_keys(app, pilot) if key.display]
+        assert {key_name(key) for key in keys} >= {"question_mark", "l", "s", "f", "r", "d", "e"}
         assert all(key.region.right <= app.size.width and on_screen(app, key) for key in keys), [
-            (getattr(key, "key", ""), key.region) for key in keys
+            (key_name(key), key.region) for key in keys
         ]
 
 
@@ -362,15 +354,15 @@ async def test_at_80_columns_the_footer_is_whole_and_keeps_help() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
         await pilot.pause(0.3)
-        footer = app.query_one(Footer)
-        shown = [key for key in footer.query("FooterKey") if key.display]
-        names = [getattr(key, "key", "") for key in shown]
+        every_key = await footer_keys(app, pilot)
+        shown = [key for key in every_key if key.display]
+        names = [key_name(key) for key in shown]
         assert names[0] == "question_mark" and {"q", "p", "t", "f", "l"} <= set(names), names
         assert all(key.region.right <= app.size.width and on_screen(app, key) for key in shown)
         row = screen_lines(app)[-1]
         for key in shown:  # each key and its label whole on the footer's row
             assert f"{key.key_display} {key.description}" in row, (row, key.description)  # type: ignore[attr-defined]
-        assert len(shown) < len(list(footer.query("FooterKey")))  # some give way at 80 columns
+        assert len(shown) < len(every_key)  # some give way at 80 columns
 
 
 @pytest.mark.parametrize("size", [(120, 40), (200, 60)], ids=["120x40", "200x60"])

@@ -8,6 +8,8 @@ the app is built or polled is made once.
 from __future__ import annotations
 
 from textual.pilot import Pilot
+from textual.widget import Widget
+from textual.widgets import Footer
 
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import EngineBridge, RunConfig
@@ -31,6 +33,24 @@ async def wait_for(pilot: Pilot[int], condition: object, timeout: float = 60.0) 
 
 def calls(app: GputopApp) -> int:
     return app.snapshot.calls.count if app.snapshot else 0
+
+
+async def profile_now(app: GputopApp, pilot: Pilot[int], timeout: float = 120.0) -> None:
+    """`p`, and wait until the pass's profile is in the snapshot."""
+    await pilot.press("p")
+    await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=timeout)
+
+
+async def footer_keys(app: GputopApp, pilot: Pilot[int]) -> list[Widget]:
+    """The footer's keys (shown or given way), once Textual has composed them: it recomposes them whenever the
+    bindings change, and a test that looks too early finds none."""
+    footer = app.query_one(Footer)
+    await wait_for(pilot, lambda: bool(footer.query("FooterKey")), timeout=5.0)
+    return list(footer.query("FooterKey"))
+
+
+def key_name(key: Widget) -> str:
+    return str(getattr(key, "key", ""))
 
 
 async def choose_device(app: GputopApp, pilot: Pilot[int], device_id: str) -> None:
