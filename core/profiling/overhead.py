@@ -14,14 +14,10 @@ from __future__ import annotations
 
 import os
 import statistics
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import ProfileError
-from gputop.core.processes import last_line, run_logged
 from gputop.core.snapshot import ProfileOverhead
 
 __all__ = [
@@ -33,7 +29,6 @@ __all__ = [
     "overhead_warning",
     "run_window",
     "slowed_for_test",
-    "unprofiled_tool_run",
 ]
 
 WARN_RATIO = 1.05  # profiled calls more than 5% slower than unprofiled ones: the kernel times are suspect
@@ -97,19 +92,3 @@ def slowed_for_test(call_once: Callable[[], object]) -> Callable[[], object]:
         return result
 
     return slowed
-
-
-def unprofiled_tool_run(
-    command: list[str], calls: int, timings: Path, log: Path, cancel: threading.Event | None
-) -> Path:
-    """Run `calls` repetitions of the benchmark tool's `command` without profiling; returns its timings file.
-
-    `command` is the profile pass's own command line with its profiling flags taken out, so the two
-    runs differ in profiling alone (and in the call marks, which the pass's cost includes).
-    """
-    unprofiled = [arg for arg in command if not arg.startswith("--device_profiling_")]
-    unprofiled += [f"--benchmark_repetitions={calls}", f"--benchmark_out={timings}", "--benchmark_out_format=json"]
-    output, code = run_logged(unprofiled, log, cancel, what="the unprofiled run")
-    if code != 0:
-        raise ProfileError(f"the unprofiled run failed: {last_line(output) or f'exit {code}'}", log_path=str(log))
-    return timings

@@ -30,7 +30,7 @@ from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
 from gputop.core.processes import child_options, last_line, run_logged
 from gputop.core.profiling.call_marks import call_windows, marks_environment, marks_library, read_marks
-from gputop.core.profiling.overhead import measure_overhead, unprofiled_tool_run
+from gputop.core.profiling.overhead import measure_overhead
 from gputop.core.profiling.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
 from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
 from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
@@ -59,6 +59,7 @@ __all__ = [
     "read_profile",
     "runtime_tool",
     "summarize_events",
+    "timed_repetitions",
     "write_trace",
 ]
 
@@ -434,21 +435,24 @@ def profile_with_ireeprof(
     stem = pass_stem(out_dir)
     bundle = out_dir / f"{stem}.ireeprof"
     timings = out_dir / f"{stem}-calls.json"
-    command = [
-        *profiled_calls_command(vmfb, devices, function, input_args, bundle),
-        f"--benchmark_repetitions={calls}",
-        f"--benchmark_out={timings}",
-        "--benchmark_out_format=json",
-    ]
+    profiled = profiled_calls_command(vmfb, devices, function, input_args, bundle)
+    command = [*profiled, *timed_repetitions(calls, timings)]
     log = out_dir / f"{stem}.log"
     unprofiled_ms: list[float] = []
     if with_overhead:
-        base = profiled_calls_command(vmfb, devices, function, input_args, bundle)
-        unprofiled_ms = benchmark_call_ms(
-            unprofiled_tool_run(
-                base, calls, out_dir / f"{stem}-unprofiled.json", out_dir / f"{stem}-unprofiled.log", cancel
+        # The same command with its profiling flags taken out: the two runs differ in profiling alone (and in
+        # the call marks, which the pass's cost includes).
+        unprofiled_timings, unprofiled_log = out_dir / f"{stem}-unprofiled.json", out_dir / f"{stem}-unprofiled.log"
+        unprofiled = [arg for arg in profiled if not arg.startswith("--device_profiling_")]
+        output, code = run_logged(
+            [*unprofiled, *timed_repetitions(calls, unprofiled_timings)], unprofiled_log, cancel,
+            what="the unprofiled run",
+        )  # fmt: skip
+        if code != 0:
+            raise ProfileError(
+                f"the unprofiled run failed: {last_line(output) or f'exit {code}'}", log_path=str(unprofiled_log)
             )
-        )
+        unprofiled_ms = benchmark_call_ms(unprofiled_timings)
     # Call marks: where each call starts and ends, so nothing of a call is left outside the records.
     library, no_marks = marks_library()
     marks = out_dir / f"{stem}-marks.txt"
@@ -492,6 +496,12 @@ def calls_window_ns(calls: list[CallRecords]) -> tuple[float, float] | None:
     if not starts or not ends:
         return None
     return min(starts), max(ends)
+
+
+def timed_repetitions(calls: int, timings: Path) -> list[str]:
+    """The benchmark tool's flags for `calls` synced calls, each one's time written to `timings`
+    (`benchmark_call_ms` reads it back)."""
+    return [f"--benchmark_repetitions={calls}", f"--benchmark_out={timings}", "--benchmark_out_format=json"]
 
 
 def benchmark_call_ms(path: Path) -> list[float]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from gputop.core.errors import RuntimeFailure
 from gputop.core.processes import first_line, run_logged
-from gputop.core.profiling.profiles import benchmark_call_ms, device_uri, runtime_tool
+from gputop.core.profiling.profiles import benchmark_call_ms, device_uri, runtime_tool, timed_repetitions
 from gputop.core.snapshot import DeviceInfo, PoolStats
 
 __all__ = ["BATCH", "TIMEOUT_S", "ToolModuleRun", "tool_status"]
@@ -90,9 +90,7 @@ class ToolModuleRun:
             f"--function={self.function}",
             *[f"--input={arg}" for arg in self.input_args],
             "--benchmark_min_time=1x",
-            f"--benchmark_repetitions={calls}",
-            f"--benchmark_out={out}",
-            "--benchmark_out_format=json",
+            *timed_repetitions(calls, out),
         ]
         self._run(command, cancel)
         return [ms / 1e3 for ms in benchmark_call_ms(out)]
