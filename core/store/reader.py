@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
@@ -28,10 +27,9 @@ from typing import Any
 from gputop.core.compare.samples import CALLS_FILE
 from gputop.core.errors import UsageError
 from gputop.core.paths import state_dir
-from gputop.core.processes import pid_alive
 from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.replay import snapshot_from_json
-from gputop.core.store.reserve import release_abandoned_reserve
+from gputop.core.store.reserve import release_abandoned_reserve, run_alive_here
 from gputop.core.store.writer import FINAL_STATES, INDEX, MANIFEST, REPORT, SAMPLES
 
 __all__ = [
@@ -198,19 +196,13 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-def _process_alive(pid: Any) -> bool:
-    return isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid)
-
-
 def effective_state(manifest: dict[str, Any]) -> str:
     """The manifest's state, or `crashed` when it never ended and its process is gone."""
     state = str(manifest.get("state", "unknown"))
     if state in FINAL_STATES:
         return state
-    same_host = manifest.get("host") == socket.gethostname()
-    if same_host and _process_alive(manifest.get("pid")):
-        return state
-    return "crashed"
+    # Alive on this host: still running (or paused). Gone, or on a host where it cannot be known: crashed.
+    return state if run_alive_here(manifest) else "crashed"
 
 
 def entry_for(folder: Path) -> SessionEntry:

@@ -19,7 +19,7 @@ from typing import Any
 
 from gputop.core.processes import pid_alive
 
-__all__ = ["RESERVE", "RESERVE_BYTES", "keep_reserve", "release_abandoned_reserve", "release_reserve"]
+__all__ = ["RESERVE", "RESERVE_BYTES", "keep_reserve", "release_abandoned_reserve", "release_reserve", "run_alive_here"]
 
 RESERVE = ".reserve"
 RESERVE_BYTES = 256 * 1024
@@ -37,16 +37,22 @@ def release_reserve(folder: Path) -> None:
         (folder / RESERVE).unlink()
 
 
+def run_alive_here(manifest: dict[str, Any]) -> bool | None:
+    """Whether the process that wrote `manifest` is alive; None where that cannot be known (a run on
+    another host, or a manifest without a pid). A pid that is alive may be another process's by now."""
+    pid = manifest.get("pid")
+    if manifest.get("host") != socket.gethostname() or not isinstance(pid, int) or isinstance(pid, bool):
+        return None
+    return pid_alive(pid)
+
+
 def release_abandoned_reserve(folder: Path, manifest: dict[str, Any]) -> bool:
     """Give back the room of a run whose process is gone from this host; True when it was there to give.
 
     Only a process on this host can be known gone; a pid that is alive (the run,
     or another process that took its pid) keeps the room.
     """
-    pid = manifest.get("pid")
-    if manifest.get("host") != socket.gethostname() or not isinstance(pid, int) or isinstance(pid, bool):
-        return False
-    if pid_alive(pid) or not (folder / RESERVE).exists():
+    if run_alive_here(manifest) is not False or not (folder / RESERVE).exists():
         return False
     release_reserve(folder)
     return not (folder / RESERVE).exists()
