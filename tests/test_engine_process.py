@@ -73,7 +73,7 @@ async def test_the_tui_engine_is_another_process_and_every_key_reaches_it(tmp_pa
         assert "serve" in engine.cmdline() and engine.ppid() == os.getpid()
         assert manifest(folder)["pid"] == source.pid  # the record says the same
         report = ask(folder, "report")["report"]
-        assert report["engine"] == {"pid": source.pid, "owner_pid": os.getpid(), "viewers": 1}
+        assert report["engine"] == {"pid": source.pid, "owner_pid": os.getpid(), "viewers": 1, "viewers_now": 1}
 
         await pause_resume_and_profile(app, pilot)
 
@@ -153,56 +153,100 @@ def test_kill_9_of_the_tui_takes_its_engine_down_with_a_record(tmp_path: Path) -
         term.close()
 
 
-def run_p95(folder: Path, stop_a_viewer: bool) -> float:
-    """p95 of 800 local-sync calls of `gputop run`, optionally watched by a `gputop attach` under SIGSTOP.
+WINDOW_CALLS = 150  # calls per window: under two seconds on the 2-core machine; 48 windows stay under RESERVOIR
+MIN_CYCLES, MAX_CYCLES = 8, 24  # pairs of windows: the answer is read after eight, and taken further while over
 
-    Both ways pause the run once it runs and resume it a second later, so
-    that (nearly) every call is made while the viewer, if any, is stopped:
-    its start-up and first frames compete with no call that is counted.
+
+def steady_calls(folder: Path) -> list[float]:
+    """Every steady call's time (ms) of a paused run, in order: its report's samples keep all of them here."""
+    samples = ask(folder, "report")["report"]["samples"]["calls"]
+    if samples is None:
+        return []  # running, but no steady call made yet
+    assert not samples["uniform"], "more calls than the reservoir keeps: the windows cannot be told apart"
+    return [float(ms) for ms in samples["ms"]]
+
+
+def set_paused(folder: Path, paused: bool) -> None:
+    want = "paused" if paused else "running"
+    assert ask(folder, "toggle_pause")["state"] == want
+    if paused:
+        time.sleep(0.2)  # the call under way when the pause came ends, and is counted in the window it began in
+
+
+def stopped_viewer(folder: Path) -> Terminal:
+    """A real `gputop attach` of the run, its first frames drawn, then SIGSTOPped (Ctrl-Z): it reads nothing."""
+    viewer = Terminal([sys.executable, "-m", "gputop.tui", "attach", str(folder)], (120, 40), dict(os.environ))
+    poll(lambda: ask(folder, "report")["report"]["engine"]["viewers_now"] == 1, timeout=60)
+    time.sleep(1.0)  # its first frames drawn
+    viewer.process.send_signal(signal.SIGSTOP)
+    return viewer
+
+
+def end_viewer(folder: Path, viewer: Terminal) -> None:
+    viewer.process.kill()
+    viewer.process.wait()
+    viewer.close()
+    poll(lambda: ask(folder, "report")["report"]["engine"]["viewers_now"] == 0, timeout=30)
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[-1]
+
+
+@pytest.mark.slow
+def test_a_stopped_viewer_does_not_slow_the_engine(tmp_path: Path) -> None:
+    """One local-sync run whose calls alternate, window by window, between a SIGSTOPped viewer and none.
+
+    The p95 of the calls made with a stopped viewer must be within 5% of the p95 of those made with none.
+    Windows of one run, not whole runs, because the CI machine's own speed drifts by more than that over
+    tens of seconds (one run's p95 was 13 ms, the next one's 21): windows of a few hundred calls, in the
+    order watched-alone, alone-watched, ..., see the same drift on both sides. The run is paused while a
+    viewer starts (its start-up and first frames compete with no counted call) and while it is killed, so
+    each window starts from a pause on both sides. The engine's own record (its report's samples, every
+    steady call in order) gives the times; the process table gives nothing here, the control socket says
+    when the viewer is subscribed and when it is gone.
     """
-    args = ("run", "demo:mlp", "--device", "local-sync", "-n", "800", "--session-dir", str(folder), "--quiet")
+    folder = tmp_path / "run"
+    args = ("run", "demo:mlp", "--device", "local-sync", "-n", "19000", "--session-dir", str(folder), "--quiet")
     run = spawn_gputop(*args)
     viewer: Terminal | None = None
+    watched: list[float] = []
+    alone: list[float] = []
+    ratio = float("inf")
     try:
         poll(lambda: run.poll() is not None or state_of(folder) == "running", timeout=180)
-        assert ask(folder, "toggle_pause")["state"] == "paused"
-        if stop_a_viewer:
-            command = [sys.executable, "-m", "gputop.tui", "attach", str(folder)]
-            viewer = Terminal(command, (120, 40), dict(os.environ))
-            poll(lambda: ask(folder, "report")["report"]["engine"]["viewers"] >= 1, timeout=60)
-            time.sleep(1.0)  # its first frames drawn
-            viewer.process.send_signal(signal.SIGSTOP)
+        set_paused(folder, True)
+        # How long a window of WINDOW_CALLS takes here, from a first window that is not counted.
+        before = len(steady_calls(folder))
+        set_paused(folder, False)
         time.sleep(1.0)
-        assert ask(folder, "toggle_pause")["state"] == "running"
-        assert run.wait(600) == 0, run.communicate()[1]
-        return float(json.loads((folder / "report.json").read_text())["calls"]["p95_ms"])
+        set_paused(folder, True)
+        made = steady_calls(folder)[before:]
+        window_s = min(5.0, max(0.5, WINDOW_CALLS * statistics.fmean(made) / 1e3))
+        for cycle in range(MAX_CYCLES):
+            for with_viewer in (True, False) if cycle % 2 == 0 else (False, True):
+                if with_viewer:
+                    viewer = stopped_viewer(folder)
+                first = len(steady_calls(folder))
+                set_paused(folder, False)
+                time.sleep(window_s)
+                set_paused(folder, True)
+                window = steady_calls(folder)[first:]
+                (watched if with_viewer else alone).extend(window)
+                if viewer is not None:
+                    end_viewer(folder, viewer)
+                    viewer = None
+            ratio = p95(watched) / p95(alone)
+            if cycle + 1 >= MIN_CYCLES and ratio <= 1.05:
+                break
     finally:
         if viewer is not None:
             viewer.process.kill()
             viewer.process.wait()
             viewer.close()
-        if run.poll() is None:
-            end_child(run)
-
-
-@pytest.mark.slow
-def test_a_stopped_viewer_does_not_slow_the_engine(tmp_path: Path) -> None:
-    """Alternating pairs; the median p95 with a SIGSTOPped viewer within 5% of the unwatched one.
-
-    A p95 of one run on the 2-core machine moves by more than 5% with the machine's own noise, so the medians
-    of five pairs are compared, and of ten where five leave the answer over the line: more samples, the same
-    bound.
-    """
-    watched: list[float] = []
-    alone: list[float] = []
-    ratio = float("inf")
-    for index in range(10):
-        alone.append(run_p95(tmp_path / f"alone{index}", stop_a_viewer=False))
-        watched.append(run_p95(tmp_path / f"watched{index}", stop_a_viewer=True))
-        ratio = statistics.median(watched) / statistics.median(alone)
-        if index >= 4 and ratio <= 1.05:
-            break
-    assert ratio <= 1.05, f"p95 watched {watched} vs alone {alone}: {ratio:.3f}"
+        end_child(run)
+    summary = f"{len(watched)} calls watched, p95 {p95(watched):.3f} ms; {len(alone)} alone, p95 {p95(alone):.3f} ms"
+    assert ratio <= 1.05, f"{summary}: {ratio:.3f}"
 
 
 def test_the_engine_says_why_it_could_not_start_in_one_line(tmp_path: Path) -> None:

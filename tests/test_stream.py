@@ -87,6 +87,20 @@ def test_a_stopped_subscriber_costs_the_run_nothing(live_session: Session) -> No
         stuck.close()
 
 
+def test_a_viewer_that_leaves_a_paused_run_is_no_longer_counted(live_session: Session) -> None:
+    """`viewers_now` counts those subscribed now, paused or not; `viewers` every one there has been."""
+    folder = live_session.session_dir
+    assert ask(folder, "toggle_pause")["state"] == "paused"
+    reader = StreamReader.open(folder)
+    engine = poll(lambda: (e := ask(folder, "report")["report"]["engine"])["viewers_now"] == 1 and e, timeout=10)
+    assert engine["viewers"] >= 1
+    reader.close()
+    started = time.monotonic()
+    poll(lambda: ask(folder, "report")["report"]["engine"]["viewers_now"] == 0, timeout=10)
+    assert time.monotonic() - started < 1.0
+    assert ask(folder, "report")["report"]["engine"]["viewers"] >= 1  # every viewer there has been, still
+
+
 def test_a_trickling_sender_holds_up_nobody(live_session: Session) -> None:
     folder = live_session.session_dir
     slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -194,10 +194,14 @@ class Session:
         return self._digest or None
 
     def engine_info(self) -> dict[str, Any]:
-        """Where this run's engine ran: its pid, the process that owns it (a TUI), how many viewers subscribed."""
+        """Where this run's engine ran: its pid, the process that owns it (a TUI), how many viewers subscribed.
+
+        `viewers` counts every viewer there has been; `viewers_now` those subscribed now (0 once the run ended).
+        """
         control = self._control
         viewers = control.stream.subscribed_total if control is not None else self._viewers_seen
-        return {"pid": os.getpid(), "owner_pid": self._owner_pid, "viewers": viewers}
+        viewers_now = control.stream.subscribers if control is not None else 0
+        return {"pid": os.getpid(), "owner_pid": self._owner_pid, "viewers": viewers, "viewers_now": viewers_now}
 
     def export_report(self) -> Path:
         """The report as it stands (the TUI's `e`), written beside the record; the run goes on."""
