@@ -42,6 +42,7 @@ __all__ = [
     "fixed",
     "flop_per_byte",
     "gbps",
+    "host_load_text",
     "human_bytes",
     "in_unit",
     "limits_line",
@@ -50,6 +51,8 @@ __all__ = [
     "ms",
     "ms_fixed",
     "name_marked",
+    "neighbours_lines",
+    "neighbours_text",
     "pct_of_bound",
     "peaks_text",
     "percent",
@@ -361,6 +364,50 @@ def limits_lines(profile: Mapping[str, Any]) -> list[str]:
         lines.append(f"peaks     none: {profile['peaks_reason']}")
     if profile.get("work_source"):
         lines.append(f"work      {profile['work_source']}")
+    return lines
+
+
+def _gpu_process_text(process: Mapping[str, Any]) -> str:
+    parts = [str(process.get("name") or f"pid {process.get('pid')} (not visible here)")]
+    if process.get("used_memory_bytes") is not None:
+        parts.append(human_bytes(process["used_memory_bytes"]))
+    if process.get("sm_percent") is not None:
+        parts.append(f"{process['sm_percent']}% SM")
+    return " ".join(parts)
+
+
+def neighbours_text(neighbours: Mapping[str, Any]) -> str | None:
+    """`2 other processes on cuda:0: python 20.1 GiB 35% SM, ...`; None when nobody else is on the GPU."""
+    count = int(neighbours.get("others") or 0)
+    if not count:
+        return None
+    others = [p for p in neighbours.get("processes") or () if not p.get("ours")]
+    listed = ", ".join(_gpu_process_text(p) for p in others[:3]) + (", ..." if len(others) > 3 else "")
+    where = neighbours.get("device_id") or "the GPU"
+    return f"{count} other process{'es' if count != 1 else ''} on {where}" + (f": {listed}" if listed else "")
+
+
+def host_load_text(host: Mapping[str, Any]) -> str:
+    """`others used 0.91 of 2 cores (this run 1.02)`: the host's CPU time by who, in cores."""
+    steal = f", {host['steal_cores']:.2f} stolen by the hypervisor" if (host.get("steal_cores") or 0) >= 0.01 else ""
+    return f"others used {host['other_cores']:.2f} of {host['cores']} cores (this run {host['own_cores']:.2f}){steal}"
+
+
+def neighbours_lines(neighbours: Mapping[str, Any] | None, label: str = "others") -> list[str]:
+    """The report's lines: the host's load, the GPU's other processes, what could not be read, a warning."""
+    if not neighbours:
+        return []
+    parts = []
+    if neighbours.get("host"):
+        parts.append(f"host: {host_load_text(neighbours['host'])}")
+    if neighbours.get("gpu"):
+        parts.append(neighbours_text(neighbours) or f"nobody else on {neighbours.get('device_id')}")
+    over = f" over {seconds(neighbours['seconds'])}" if neighbours.get("seconds") else ""
+    lines = [f"{label:<9s} " + "; ".join(parts) + over] if parts else []
+    if neighbours.get("reason"):
+        lines.append(f"          {neighbours['reason']}")
+    if neighbours.get("warning"):
+        lines.append(f"WARNING   {neighbours['warning']}")
     return lines
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import shutil
 import socket
@@ -159,6 +160,10 @@ def test_metrics_page(served: tuple[int, subprocess.Popen[str]]) -> None:
     assert second["gputop_errors"][0].value == 0 and second["gputop_captures"][0].value == 0
     state = {s.labels["state"]: s.value for s in second["gputop_run_state"]}
     assert state["running"] == 1
+    # local-task: the host's other load is a gauge, and no GPU has processes to count (not zero of them).
+    third = poll(lambda: (found := samples_of(fetch(url))).get("gputop_host_other_cores") and found)
+    assert 0 <= third["gputop_host_other_cores"][0].value <= (os.cpu_count() or 1)
+    assert not third.get("gputop_device_other_processes")
     assert child.poll() is None
 
 

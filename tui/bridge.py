@@ -30,6 +30,7 @@ from gputop.core.compare.live import LiveBaseline
 from gputop.core.errors import EXIT_RUNTIME, EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 from gputop.core.module.devices import IREE_BACKENDS, list_devices
 from gputop.core.profiling.efficiency import ridge_intensity
+from gputop.core.profiling.neighbours import host_load_limit
 from gputop.core.profiling.overhead import overhead_text, overhead_warning
 from gputop.core.renderdoc.captures import CaptureVerifier, capture_info
 from gputop.core.run import RunConfig, Session
@@ -64,12 +65,14 @@ from gputop.core.units import (
     column,
     fixed,
     flop_per_byte,
+    host_load_text,
     human_bytes,
     limits_line,
     mhz,
     ms,
     ms_fixed,
     name_marked,
+    neighbours_text,
     pct_of_bound,
     percent,
     seconds,
@@ -120,6 +123,8 @@ __all__ = [
     "column",
     "fixed",
     "flop_per_byte",
+    "host_load_limit",
+    "host_load_text",
     "human_bytes",
     "limits_line",
     "load_baseline",
@@ -127,6 +132,7 @@ __all__ = [
     "ms",
     "ms_fixed",
     "name_marked",
+    "neighbours_text",
     "overhead_text",
     "overhead_warning",
     "pct_of_bound",

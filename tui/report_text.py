@@ -27,6 +27,7 @@ from gputop.core.units import (
     ms,
     ms_fixed,
     name_marked,
+    neighbours_lines,
     pct_of_bound,
     percent,
     seconds,
@@ -203,6 +204,7 @@ def run_report(report: dict[str, Any]) -> str:
             f"calls     {calls['count']} synced  min {ms(calls['min_ms'])}  p50 {ms(calls['p50_ms'])}"
             f"  p95 {ms(calls['p95_ms'])}  max {ms(calls['max_ms'])}" + (f"  ({fixed(rate)} calls/s)" if rate else "")
         )
+    lines.extend(neighbours_lines(report.get("neighbours")))
     enqueue = report.get("enqueue")
     if enqueue and enqueue.get("count"):
         lines.append(
@@ -273,6 +275,7 @@ def run_report(report: dict[str, Any]) -> str:
         )
         lines.extend(limits_lines(profile))
         lines.extend(overhead_lines(profile))
+        lines.extend(neighbours_lines(profile.get("neighbours"), "pass"))
         estimate = bool((profile.get("peaks") or {}).get("estimate"))
         table = kernel_table(kernels, estimate)
         lines.extend("  " + line for line in table.splitlines())

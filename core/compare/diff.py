@@ -27,6 +27,7 @@ import numpy as np
 from gputop.core.compare.samples import as_array
 from gputop.core.compare.stats import BLOCKS, block_statistics, bootstrap_change, mann_whitney_u
 from gputop.core.errors import UsageError
+from gputop.core.units import neighbours_text
 
 __all__ = [
     "ALPHA",
@@ -190,6 +191,19 @@ def _clocks(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return clocks if isinstance(clocks, Mapping) else None
 
 
+def _neighbours_text(neighbours: Any) -> str | None:
+    """`host 0.02 of 2 cores; nobody else on cuda:0`: who else used the host and the GPU, the row compare shows."""
+    if not isinstance(neighbours, Mapping):
+        return None
+    parts = []
+    host = neighbours.get("host")
+    if isinstance(host, Mapping):
+        parts.append(f"host {host.get('other_cores', 0):.2f} of {host.get('cores')} cores")
+    if neighbours.get("gpu"):
+        parts.append(neighbours_text(neighbours) or f"nobody else on {neighbours.get('device_id')}")
+    return "; ".join(parts) or None
+
+
 def _device_text(report: Mapping[str, Any]) -> str:
     device = report.get("device") or {}
     if not isinstance(device, Mapping):
@@ -238,6 +252,18 @@ def _conditions(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[list[Condit
         for side, clocks in (("A", ca), ("B", cb)):
             if clocks and clocks.get("warning"):
                 warnings.append(f"{side}'s clocks: {clocks['warning']}")
+    for what, path in (("others (calls)", ("neighbours",)), ("others (profile)", ("profile", "neighbours"))):
+        na, nb = _get(a, *path), _get(b, *path)
+        if not (isinstance(na, Mapping) or isinstance(nb, Mapping)):
+            continue
+        flagged = False
+        for side, neighbours in (("A", na), ("B", nb)):
+            if isinstance(neighbours, Mapping) and neighbours.get("warning"):
+                flagged = True
+                warnings.append(f"{side}'s {what.removeprefix('others ').strip('()')}: {neighbours['warning']}")
+        # A quiet host's load differs in the second decimal from run to run: only a flagged side makes it differ.
+        ta, tb = _text(_neighbours_text(na)), _text(_neighbours_text(nb))
+        rows.append(Condition(what, ta, tb, flagged and ta != tb, flagged and ta != tb))
     add("inputs", _inputs_text(a), _inputs_text(b))
     add("state", a.get("state"), b.get("state"))
     if _get(a, "device", "id") != _get(b, "device", "id"):

@@ -37,6 +37,7 @@ from gputop.core.errors import (
 )
 from gputop.core.files import file_sha256
 from gputop.core.paths import new_session_dir, note_session_dir
+from gputop.core.profiling.neighbours import NeighbourWatch, watch_roots
 from gputop.core.run.capture import RenderDocHook
 from gputop.core.run.config import RunConfig
 from gputop.core.run.flow import Flow, RunContext
@@ -48,7 +49,7 @@ from gputop.core.run.state import RunOutcome, RunState, Subscriber
 from gputop.core.run.tool import ToolFlow
 from gputop.core.run.viewer_ops import OwnerOps, answer
 from gputop.core.serving.control_socket import ControlServer
-from gputop.core.snapshot import RunSnapshot, to_json
+from gputop.core.snapshot import Neighbours, RunSnapshot, to_json
 from gputop.core.store.report import build_report
 from gputop.core.store.writer import SessionWriter
 
@@ -75,6 +76,7 @@ class Session:
         self.config = config
         self.segment = segment
         self._owner_pid = owner_pid
+        self._watch: NeighbourWatch | None = None  # who else uses the GPU and the host, from the first call on
         self._owner_ops = owner_ops
         self._viewers_seen = 0  # how many viewers subscribed to the stream, kept once the channel closes
         self.session_dir = config.session_dir or new_session_dir(label=config.target_info.label)
@@ -293,9 +295,12 @@ class Session:
             self._flow = flow
             flow.open()
             self._state.set_state("running")
+            watch = self._watch = self._start_watch()
             if self.config.capture_calls:
                 self._ask_capture_once(self.config.capture_calls)
+            calls_window = watch.open_window()
             self._call_loop(flow)
+            self._say_call_neighbours(watch.close_window(calls_window))
             if self.config.profile and not self._controls.stopping:
                 self._profile_once(flow, self.config.profile_pass_calls or max(self.config.iterations or 1, 1))
             self._state.set_state("stopped" if self._controls.stopping else "finished")
@@ -313,6 +318,8 @@ class Session:
 
     def _teardown(self, renderdoc: RenderDocHook | None) -> None:
         """Close the capture hook, the flow and the channel, then write the ending; a failure is logged, not raised."""
+        if self._watch is not None:
+            self._watch.stop()
         if renderdoc is not None:
             try:
                 renderdoc.close()
@@ -354,7 +361,7 @@ class Session:
                         self._state.event("warning", f"profile: {reason}")
                         every = next_profile = None
                         continue
-                flow.profile(self.config.profile_calls)
+                self._profile_pass(flow, self.config.profile_calls)
                 if every:
                     next_profile = time.monotonic() + every
                 continue
@@ -372,7 +379,36 @@ class Session:
         if reason is not None:
             self._state.event("warning", f"profile: {reason}")
             return
-        flow.profile(calls)
+        self._profile_pass(flow, calls)
+
+    def _start_watch(self) -> NeighbourWatch:
+        """The neighbour watch on the run's (first) device; this process and its owner's are the run's own."""
+        devices = self._state.devices
+        watch = NeighbourWatch(devices[0] if devices else None, watch_roots(self._owner_pid))
+        watch.on_update = self._state.on_neighbours
+        watch.start()
+        return watch
+
+    def _say_call_neighbours(self, neighbours: Neighbours) -> None:
+        self._state.set_call_neighbours(neighbours)
+        if neighbours.warning:
+            self._state.event("warning", f"calls: {neighbours.warning}")
+
+    def _profile_pass(self, flow: Flow, calls: int) -> None:
+        """One pass, with who else used the GPU and the host meanwhile on its summary (and a warning if anyone)."""
+        watch = self._watch
+        window = watch.open_window() if watch is not None else None
+        before = self._state.profile
+        try:
+            flow.profile(calls)
+        finally:
+            neighbours = watch.close_window(window) if watch is not None and window is not None else None
+        after = self._state.profile
+        if neighbours is None or after is None or after is before:
+            return  # the pass failed or was refused: it has no summary to carry them
+        self._state.set_pass_neighbours(after, neighbours)
+        if neighbours.warning:
+            self._state.event("warning", f"profile: {neighbours.warning}")
 
     def _ask_capture_once(self, calls: int) -> None:
         """`gputop run --capture N`: refused for the same reasons as the TUI's `c`."""

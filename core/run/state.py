@@ -32,6 +32,7 @@ from gputop.core.snapshot import (
     Event,
     ExportAffinity,
     MemorySample,
+    Neighbours,
     OutputCheck,
     ParameterLoad,
     Phases,
@@ -113,6 +114,8 @@ class RunState:
         self._transfers: tuple[Transfer, ...] = ()
         self._captures: tuple[CaptureInfo, ...] = ()
         self._renderdoc: str | None = None
+        self._neighbours: Neighbours | None = None  # the live view: who else used the GPU and host just now
+        self._call_neighbours: Neighbours | None = None  # ... over the run's calls: what its report says
         self._outcome = RunOutcome()
         self._parameters: ParameterLoad | None = None
         self._parameters_started = 0.0  # monotonic
@@ -174,6 +177,11 @@ class RunState:
             return self._published
 
     @property
+    def profile(self) -> ProfileSummary | None:
+        with self._lock:
+            return self._profile
+
+    @property
     def renderdoc(self) -> str | None:
         with self._lock:
             return self._renderdoc
@@ -200,6 +208,7 @@ class RunState:
                 parameter_bytes=outcome.parameter_bytes,
                 parameter_seconds=outcome.parameter_seconds,
                 parameter_zero_copy=outcome.parameter_zero_copy,
+                neighbours=self._call_neighbours,
             )
 
     # -- writers (the run's threads) ----------------------------------------------
@@ -383,6 +392,23 @@ class RunState:
         with self._lock:
             self._profile = profile
 
+    def on_neighbours(self, neighbours: Neighbours) -> None:
+        """The live view of the GPU's other processes and the host's load (the neighbour watch's thread)."""
+        with self._lock:
+            self._neighbours = neighbours
+
+    def set_call_neighbours(self, neighbours: Neighbours) -> None:
+        """Who else used the GPU and the host over the run's calls: the report's `neighbours`."""
+        with self._lock:
+            self._call_neighbours = neighbours
+
+    def set_pass_neighbours(self, profile: ProfileSummary, neighbours: Neighbours) -> None:
+        """The newest pass's neighbours on its summary, if `profile` (the summary that pass set) is still current."""
+        updated: ProfileSummary = replace(profile, neighbours=neighbours)
+        with self._lock:
+            if self._profile is profile:
+                self._profile = updated
+
     def set_dispatch_samples(self, samples: dict[str, Any] | None) -> None:
         """The per-dispatch times of the profile passes so far (`compare.samples.dispatch_samples`)."""
         with self._lock:
@@ -464,6 +490,7 @@ class RunState:
             state_since=self._state_since,
             parameters=self._live_parameters(),
             segment=self._segment,
+            neighbours=self._neighbours,
         )
 
     def _live_parameters(self) -> ParameterLoad | None:

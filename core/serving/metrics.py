@@ -77,6 +77,8 @@ METRICS = (
     ("gputop_host_rss_bytes", "Resident memory of the gputop process", "gauge"),
     ("gputop_captures_total", "RenderDoc captures taken and verified", "counter"),
     ("gputop_errors_total", "Errors the run met (compile, device, call, check)", "counter"),
+    ("gputop_device_other_processes", "Other processes NVML lists on the run's GPU (not this run's)", "gauge"),
+    ("gputop_host_other_cores", "CPU cores other processes used over the last few seconds", "gauge"),
 )
 
 
@@ -168,6 +170,16 @@ class SnapshotCollector(Collector):
         errors = CounterMetricFamily("gputop_errors", METRICS[15][1], labels=["device"])
         errors.add_metric([device], float(snap.errors))
         families += [captures, errors]
+
+        others = GaugeMetricFamily("gputop_device_other_processes", METRICS[16][1], labels=["device"])
+        host_others = GaugeMetricFamily("gputop_host_other_cores", METRICS[17][1])
+        neighbours = snap.neighbours
+        if neighbours is not None:
+            if neighbours.gpu is not None:  # a CPU device has no GPU processes to count, not zero of them
+                others.add_metric([neighbours.device_id or device], float(neighbours.others))
+            if neighbours.host is not None:
+                host_others.add_metric([], neighbours.host.other_cores)
+        families += [others, host_others]
         yield from families
 
 

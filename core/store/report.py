@@ -106,6 +106,8 @@ def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) 
         "outputs": [],
         "check": None,
         "session_dir": snap.session_dir,
+        # Live: the last few seconds; a finished run's report: over its calls (build_report).
+        "neighbours": to_json(snap.neighbours),
     }
 
 
@@ -132,6 +134,8 @@ def build_report(snap: RunSnapshot, summary: RunSummary) -> dict[str, Any]:
         check=to_json(summary.check),
         session_dir=summary.session_dir,
     )
+    if summary.neighbours is not None:
+        report["neighbours"] = to_json(summary.neighbours)
     if summary.compile is not None:
         report["compile"] = {
             "vmfb": summary.compile.vmfb,

@@ -12,7 +12,16 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
-from gputop.tui.bridge import BUSY_STATES, ParameterLoad, RunSnapshot, human_bytes
+from gputop.tui.bridge import (
+    BUSY_STATES,
+    ParameterLoad,
+    RunSnapshot,
+    host_load_limit,
+    host_load_text,
+    human_bytes,
+    neighbours_text,
+    to_json,
+)
 from gputop.tui.panes.box import show_text
 from gputop.tui.report_text import parameters_progress
 
@@ -58,6 +67,19 @@ def parameters_bar(load: ParameterLoad, width: int = 20) -> Text:
 
 
 SEPARATOR = ("  │  ", "dim")  # fields never run together, whatever their text (a path, a device name)
+
+
+def neighbours_line(snapshot: RunSnapshot) -> str | None:
+    """Who else uses the GPU, and the host when others take more than its limit: only when anyone is there."""
+    neighbours = snapshot.neighbours
+    if neighbours is None:
+        return None
+    data = to_json(neighbours)
+    parts = [neighbours_text(data)]
+    host = neighbours.host
+    if host is not None and host.other_cores > host_load_limit(host.cores):
+        parts.append(f"host: {host_load_text(data['host'])}")
+    return "; ".join(p for p in parts if p) or None
 
 
 class HeaderBar(Static):
@@ -106,6 +128,10 @@ class HeaderBar(Static):
             second.append(device.backend, style="bold")
             second.append(*SEPARATOR)
             second.append(device.driver_info or device.kind)
+        neighbours = neighbours_line(snapshot)
+        if neighbours:
+            second.append(*SEPARATOR)
+            second.append(neighbours, style="yellow")
         if snapshot.error:
             second.append(*SEPARATOR)
             second.append(snapshot.error, style="red")
