@@ -34,6 +34,7 @@ from gputop.core.snapshot import (
     MemorySample,
     OutputCheck,
     ParameterLoad,
+    ParameterStages,
     Phases,
     ProfileSummary,
     RunSnapshot,
@@ -72,6 +73,7 @@ class RunOutcome:
     parameter_bytes: int | None = None
     parameter_seconds: float | None = None
     parameter_zero_copy: bool = False
+    parameter_stages: ParameterStages | None = None
 
 
 class RunState:
@@ -200,6 +202,7 @@ class RunState:
                 parameter_bytes=outcome.parameter_bytes,
                 parameter_seconds=outcome.parameter_seconds,
                 parameter_zero_copy=outcome.parameter_zero_copy,
+                parameter_stages=outcome.parameter_stages,
             )
 
     # -- writers (the run's threads) ----------------------------------------------
@@ -302,9 +305,16 @@ class RunState:
         self.publish()
 
     def end_parameters(
-        self, loaded_bytes: int, seconds: float, *, mode: str | None = None, zero_copy: bool = False
+        self,
+        loaded_bytes: int,
+        seconds: float,
+        *,
+        mode: str | None = None,
+        zero_copy: bool = False,
+        stages: ParameterStages | None = None,
     ) -> None:
-        """The last byte is in place: the load's totals (and its mode, if a fallback changed it) go out."""
+        """The last byte is in place: the load's totals (and its mode, if a fallback changed it, and the
+        streamed loader's stage times) go out."""
         with self._lock:
             if self._parameters is None:
                 return
@@ -316,6 +326,7 @@ class RunState:
                 mode=mode or self._parameters.mode,
                 timestamp=time.time(),
                 zero_copy=zero_copy,
+                stages=stages,
             )
             self._outcome = replace(
                 self._outcome,
@@ -323,6 +334,7 @@ class RunState:
                 parameter_seconds=seconds,
                 parameter_mode=mode or self._outcome.parameter_mode,
                 parameter_zero_copy=zero_copy,
+                parameter_stages=stages,
             )
         self.publish(force=True)
 
