@@ -11,6 +11,8 @@ the check, so a fast path cannot be fast by skipping bytes):
 
 - streamed: gputop's loader (core/params/stream.py), the product's own code path;
 - streamed_wc: the same loader staging through write-combined pinned memory (its first version);
+- streamed_pc: the same loader made to read through the page cache even when the file is cold (its
+  `read_path` forced to page-cache; plain `streamed` reads a cold file with O_DIRECT);
 - mmap, file_async: IREE's, as gputop runs them (`--params-mode`);
 - file_async_c8: IREE's async file reads with `max_concurrent_operations=8`;
 - fd: a plain file descriptor (`FileHandle.wrap_fd`);
@@ -23,6 +25,12 @@ NumPy array), and through PyTorch where it is installed with CUDA. Warm page
 cache (the file read once before) and cold (`posix_fadvise(DONTNEED)`; the
 share of the file still resident is read with `mincore` and reported).
 
+With a cold cache the disk's own figure is measured in the same run: a plain
+sequential read of the archive with O_DIRECT into an aligned buffer (one
+thread, 64 MiB requests), and each cold row gets `vs_direct_read`, its GB/s
+over that one's. Streamed rows carry the loader's stage times
+(`parameters.stages` of a report: see `ParameterStages`), printed one line each.
+
 Usage: python bench/params.py [--device cuda] [--tensors 256] [--gib 16] [--archive A.irpa] [--vmfb M.vmfb]
            [--paths streamed,mmap,file_async] [--cache warm,cold] [--reference] [--sweep] [--json out.json]
 """
@@ -30,7 +38,6 @@ Usage: python bench/params.py [--device cuda] [--tensors 256] [--gib 16] [--arch
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import mmap
 import os
@@ -44,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-PATHS = ("streamed", "streamed_wc", "mmap", "file_async", "file_async_c8", "fd", "host_copy")
+PATHS = ("streamed", "streamed_wc", "streamed_pc", "mmap", "file_async", "file_async_c8", "fd", "host_copy")
 SWEEP = ((8, 2), (8, 8), (8, 16), (4, 4), (12, 4), (16, 4))  # streamed: (workers, chunk MiB); 8x4 is the default
 
 
@@ -52,19 +59,30 @@ SWEEP = ((8, 2), (8, 8), (8, 16), (4, 4), (12, 4), (16, 4))  # streamed: (worker
 
 
 def resident_fraction(path: Path) -> float:
-    """The share of the file's pages in the page cache (mincore over a mapping that touches nothing)."""
-    size = path.stat().st_size
-    if size == 0:
-        return 1.0
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-    vector = ctypes.create_string_buffer(pages)
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), size, prot=mmap.PROT_READ) as mapped:
-        array = np.frombuffer(mapped, dtype=np.uint8)
-        failed = libc.mincore(ctypes.c_void_p(array.ctypes.data), size, vector) != 0
-        del array  # the mapping cannot close while a view of it lives
-    return float("nan") if failed else sum(1 for b in vector.raw if b & 1) / pages
+    """The share of the file's pages in the page cache (mincore over every page; nan if the kernel won't say)."""
+    from gputop.core.params.page_cache import resident_share
+
+    share = resident_share(path, windows=0)
+    return float("nan") if share is None else share
+
+
+def direct_read(path: Path, block: int = 64 * 2**20) -> dict[str, Any]:
+    """The disk's figure: the whole file read once, sequentially, with O_DIRECT into an aligned buffer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError as exc:
+        return {"error": f"O_DIRECT refused: {exc.strerror}"}
+    buffer = mmap.mmap(-1, block)  # anonymous mappings are page-aligned, as O_DIRECT needs
+    total = 0
+    try:
+        started = time.perf_counter()
+        while (got := os.preadv(fd, [buffer], total)) > 0:
+            total += got
+        elapsed = time.perf_counter() - started
+    finally:
+        os.close(fd)
+        buffer.close()
+    return {"bytes": total, "seconds": round(elapsed, 4), "gbps": round(total / elapsed / 1e9, 3), "block": block}
 
 
 def drop_cache(path: Path) -> float:
@@ -111,12 +129,16 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
     mode = args.one
     started = time.perf_counter()
     entries = read_archive(args.archive)
-    if mode in ("streamed", "streamed_wc", "mmap", "file_async"):
-        # streamed_wc: the same loader staging through write-combined pinned memory (its first version)
+    if mode in ("streamed", "streamed_wc", "streamed_pc", "mmap", "file_async"):
+        # streamed_wc: the same loader staging through write-combined pinned memory (its first version);
+        # streamed_pc: through the page cache whatever the cache holds
         options = StreamOptions(
-            workers=args.workers, chunk_bytes=args.chunk_mib * 2**20, cached_staging=mode != "streamed_wc"
+            workers=args.workers,
+            chunk_bytes=args.chunk_mib * 2**20,
+            cached_staging=mode != "streamed_wc",
+            read_path="page-cache" if mode == "streamed_pc" else "auto",
         )
-        runner.load_parameters([args.archive], mode=mode.removesuffix("_wc"), options=options)
+        runner.load_parameters([args.archive], mode=mode.removesuffix("_wc").removesuffix("_pc"), options=options)
     else:
         index = rt.ParameterIndex()
         if mode == "file_async_c8":
@@ -134,6 +156,7 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
         runner.parameter_files = [args.archive]
         runner.parameters_module = rt.create_io_parameters_module(runner.instance, provider)
     index_s = time.perf_counter() - started
+    context_started = time.perf_counter()
     runner.create_context("head")
     context_done = time.perf_counter()
     outputs = runner.read_back(runner.call())
@@ -153,7 +176,10 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
         "fallback": runner.parameter_fallback,
     }
     if runner.parameter_stream is not None:
+        from gputop.core.snapshot import to_json
+
         result["loader_s"] = round(runner.parameter_stream.seconds, 4)
+        result["stages"] = to_json(runner.parameter_stream.stage_times(context_started, context_done))
     return result
 
 
@@ -289,6 +315,7 @@ def main() -> None:
     from gputop.core.module.devices import resolve_device
     from gputop.core.params.archive import read_archive
     from gputop.core.runners.iree_runner import parameter_mode_for
+    from gputop.tui.report_text import parameter_stages_line
 
     folder = tempfile.TemporaryDirectory(prefix="gputop-params-")
     owned = args.archive is None
@@ -305,6 +332,7 @@ def main() -> None:
         "tensors": len(read_archive(args.archive)),
         "rows": rows,
         "reference": None,
+        "direct_read": None,
         "gputop_picks": chosen,
         "fastest_warm": None,
     }
@@ -323,6 +351,10 @@ def main() -> None:
     paths = [p for p in args.paths.split(",") if p]
     available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     for cache in args.cache.split(","):
+        if cache == "cold":
+            resident = drop_cache(args.archive)
+            result["direct_read"] = {**direct_read(args.archive), "resident_before": round(resident, 4)}
+            print(json.dumps({"direct_read": result["direct_read"]}), flush=True)
         for mode in paths:
             if mode == "host_copy" and size > available / 3:
                 save({"path": mode, "cache": cache, "error": "skipped: needs the archive's size in host memory twice"})
@@ -331,6 +363,9 @@ def main() -> None:
             extra = ["--workers", str(args.workers), "--chunk-mib", str(args.chunk_mib)]
             row = child(args, mode, *extra, timeout=args.timeout)
             row.update(cache=cache, resident_before=round(resident, 4))
+            reference_gbps = (result["direct_read"] or {}).get("gbps")
+            if cache == "cold" and reference_gbps and "gbps" in row:
+                row["vs_direct_read"] = round(row["gbps"] / reference_gbps, 3)
             save(row)
     if args.sweep:
         for workers, chunk in SWEEP:
@@ -346,7 +381,14 @@ def main() -> None:
     for row in rows:
         what = row.get("error") or f"{row['seconds'] * 1e3:9.1f} ms  {row['gbps']:7.2f} GB/s  {row['check']}"
         mark = "  <- gputop" if row["path"].split()[0] == chosen and not row.get("sweep") else ""
-        print(f"  {row['cache']:4s} {row['path']:22s} {what}{mark}")
+        versus = f"  {row['vs_direct_read']:.2f}x the direct read" if "vs_direct_read" in row else ""
+        print(f"  {row['cache']:4s} {row['path']:22s} {what}{versus}{mark}")
+        if row.get("stages"):
+            print(f"       stages: {parameter_stages_line(row['stages'])}")
+    direct = result["direct_read"]
+    if direct:
+        figure = direct.get("error") or f"{direct['seconds'] * 1e3:9.1f} ms  {direct['gbps']:7.2f} GB/s"
+        print(f"  cold O_DIRECT sequential read (the disk)  {figure}")
     ref = result["reference"]
     if ref:
         print("  reference copies host->device: " + ", ".join(f"{k} {v}" for k, v in ref.items() if k.endswith("gbps")))

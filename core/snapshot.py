@@ -39,6 +39,7 @@ __all__ = [
     "Mismatch",
     "OutputCheck",
     "ParameterLoad",
+    "ParameterStages",
     "PassClocks",
     "Phases",
     "PoolStats",
@@ -494,6 +495,58 @@ class CaptureInfo:
 
 
 @dataclass(frozen=True)
+class ParameterStages:
+    """Where a streamed load's time went, stage by stage, so a reader can tell which stage limits it.
+
+    Two kinds of thread do the work. `readers` threads each take a chunk, wait
+    for a free pinned staging slot (`slot_wait_s`) and read the file into it
+    (`read_s`). One loading thread queues each filled slot's copy to the device
+    and hands slots back; it waits either for a read to finish (`read_wait_s`)
+    or for a copy to land (`dma_wait_s`), and the rest of its time is its own
+    work (`submit_s`: recording and queueing copies, polling), so those three
+    add up to `wall_s`, the time from the first read to the last copy landed.
+    The readers' times overlap: they are worker-seconds, summed over threads,
+    out of `reader_s` (readers x wall).
+
+    How to read them: the readers' shares say whether reads hold the pipeline
+    back. Readers busy reading (`read_share` near 1, `slot_wait_share` low):
+    the disk or the page cache limits. Readers mostly waiting for a slot: what
+    comes after the reads limits, and the loading thread says which: waiting
+    for copies to land (`dma_wait_share`: the bus) or busy on its own
+    (`submit_share`: the host's submissions). `limited_by` is that verdict:
+    reads, copies or submissions. The loading thread's `read_wait_share` is a
+    lower bound: while a copy is in flight it waits for that copy first.
+    `allocate_s` (device buffers and pinned staging, before the first read)
+    and `context_after_s` (context creation after the last byte) lie outside
+    `wall_s`.
+    """
+
+    read_path: str  # page-cache, o_direct, or mixed (several files, read differently)
+    read_path_note: str | None  # why O_DIRECT was wanted and not used, when it was not
+    readers: int  # reader threads (the most one load used)
+    chunks: int
+    chunk_bytes: int
+    bytes_read: int  # file bytes read into staging (splats are filled on the device, never read)
+    allocate_s: float  # loading thread: device buffers and pinned staging, before the first read
+    fill_s: float  # loading thread: splat fills on the device
+    wall_s: float  # first read to last copy landed, summed over the loads
+    reader_s: float  # worker-seconds the readers had: readers x wall
+    read_s: float  # worker-seconds in reads into staging
+    slot_wait_s: float  # worker-seconds waiting for a free staging slot
+    read_wait_s: float  # loading thread: waiting for a read to finish
+    dma_wait_s: float  # loading thread: waiting for a copy to land
+    submit_s: float  # loading thread: its own work (wall - read_wait - dma_wait)
+    read_share: float  # of reader_s
+    slot_wait_share: float  # of reader_s
+    read_wait_share: float  # of wall_s
+    dma_wait_share: float  # of wall_s
+    submit_share: float  # of wall_s
+    limited_by: str  # reads, copies or submissions (none: nothing was read); see above
+    context_before_s: float | None = None  # context creation before the first parameter was asked for
+    context_after_s: float | None = None  # context creation after the last byte landed
+
+
+@dataclass(frozen=True)
 class ParameterLoad:
     """Parameters on their way to the device: bytes in place of all, how fast, and how long still.
 
@@ -511,6 +564,7 @@ class ParameterLoad:
     files: int = 1
     timestamp: float = field(default_factory=now)
     zero_copy: bool = False  # mapped in place (mmap on the CPU): nothing moved, so no rate
+    stages: ParameterStages | None = None  # gputop's streamed loader, once done
 
     @property
     def gbps(self) -> float | None:
@@ -604,6 +658,7 @@ class RunSummary:
     parameter_seconds: float | None = None  # from reading the index to the last byte in place
     parameter_zero_copy: bool = False  # the device reads the mapped file in place: nothing was moved
     neighbours: Neighbours | None = None  # who else used the GPU and the host over the run's calls
+    parameter_stages: ParameterStages | None = None  # the streamed loader's stage times
 
 
 @dataclass(frozen=True)

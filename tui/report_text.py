@@ -48,6 +48,7 @@ __all__ = [
     "devices_table",
     "dispatch_rows",
     "kernel_table",
+    "parameter_stages_line",
     "parameters_progress",
     "replay_line",
     "run_report",
@@ -83,6 +84,25 @@ def parameters_progress(load: Any, *, mode: bool = True) -> str:
     share = f" ({load.loaded_bytes / load.total_bytes:.0%})" if load.total_bytes else ""
     left = f"  {fixed(load.eta_s)} s left" if load.eta_s is not None else ""
     return f"{human_bytes(load.loaded_bytes)} / {human_bytes(load.total_bytes)}{share}{rate}{left}{how}"
+
+
+def parameter_stages_line(stages: dict[str, Any]) -> str:
+    """The streamed loader's stage shares in one line (a report's `parameters.stages`).
+
+    `o_direct, 8 readers: read 91% slot wait 6% | loader waits: reads 72% copies 20%, own work 8%
+    -> limited by reads | context after last byte 4.1 ms`: the readers' shares are of their
+    worker-seconds, the loading thread's of the wall time (see `ParameterStages`).
+    """
+    note = "  (" + stages["read_path_note"] + ")" if stages.get("read_path_note") else ""
+    after = stages.get("context_after_s")
+    return (
+        f"{stages['read_path']}, {stages['readers']} readers: read {percent(100 * stages['read_share'], 0)} "
+        f"slot wait {percent(100 * stages['slot_wait_share'], 0)} | loader waits: "
+        f"reads {percent(100 * stages['read_wait_share'], 0)} copies {percent(100 * stages['dma_wait_share'], 0)}, "
+        f"own work {percent(100 * stages['submit_share'], 0)} -> limited by {stages['limited_by']}"
+        + (f" | context after last byte {seconds(after)}" if after is not None else "")
+        + note
+    )
 
 
 def devices_table(rows: list[dict[str, Any]]) -> str:
@@ -198,6 +218,8 @@ def run_report(report: dict[str, Any]) -> str:
             f"params    {human_bytes(params['bytes'])} in {seconds(params.get('seconds'))}{rate} "
             f"by {params.get('mode')} from {len(params.get('files') or [])} file(s)"
         )
+    if params.get("stages"):
+        lines.append(f"stages    {parameter_stages_line(params['stages'])}")
     if calls.get("count"):
         rate = calls.get("calls_per_s")
         lines.append(

@@ -21,13 +21,17 @@ so disk or page-cache reads, and copies over the bus, overlap. The reads and
 waits release the GIL, so the process stays live and every finished chunk is
 counted: progress is exact, not estimated. When the copies are done it
 signals the program's fence and returns, as IREE's provider would.
+
+Each stage of that pipeline is timed (`stages.StageClock`, read with
+`stage_times`), and a cold archive is read with O_DIRECT straight into the
+staging slots (`reads`), so a cold load is held by the disk, not by the
+kernel's copy out of the page cache.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import queue
 import struct
 import threading
@@ -40,6 +44,9 @@ from typing import Any
 import numpy as np
 
 from gputop.core.params.archive import ParameterEntry
+from gputop.core.params.reads import READ_PATHS, SLOT_PADDING, ArchiveFile, open_archive_file
+from gputop.core.params.stages import LoaderTally, ReaderTally, StageClock
+from gputop.core.snapshot import ParameterStages
 from gputop.core.units import human_bytes
 
 __all__ = ["ParameterStream", "StreamOptions", "StreamRequest"]
@@ -64,6 +71,13 @@ class StreamOptions:
     # Cached staging: without HOST_CACHED, IREE's CUDA allocator makes write-combined pinned memory,
     # which the kernel's page-cache copy (preadv) fills far more slowly than ordinary memory.
     cached_staging: bool = True
+    # auto: O_DIRECT for an archive under half in the page cache (measured with mincore), else the cache;
+    # page-cache or o_direct force one (benchmarks, tests).
+    read_path: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.read_path not in READ_PATHS:
+            raise ValueError(f"read_path {self.read_path!r}: choose from {', '.join(READ_PATHS)}")
 
 
 @dataclass(frozen=True)
@@ -79,7 +93,7 @@ class StreamRequest:
 
 @dataclass
 class _Chunk:
-    fd: int
+    file: ArchiveFile
     file_offset: int
     request: int  # index of the request (and of its target buffer)
     target_offset: int
@@ -131,6 +145,7 @@ class ParameterStream:
         for entry in entries:
             self._entries.setdefault(entry.key, entry)  # the first archive that has a key wins, as in IREE
         self._totals = _Totals()
+        self._clock = StageClock()
         self._submit_lock = threading.Lock()
 
     # -- what the run reads -------------------------------------------------------------------------------
@@ -144,6 +159,20 @@ class ParameterStream:
         """Time spent in loads, from the first request to the last copy landed."""
         with self._totals.lock:
             return self._totals.seconds
+
+    def stage_times(
+        self, context_started: float | None = None, context_ended: float | None = None
+    ) -> ParameterStages | None:
+        """The pipeline's stage times so far; with the context's creation span (perf_counter), its parts
+        before the first parameter was asked for and after the last byte landed. None before any load."""
+        clock = self._clock
+        first, last = clock.first_request_at, clock.last_byte_at
+        before = first - context_started if context_started is not None and first is not None else None
+        after = context_ended - last if context_ended is not None and last is not None else None
+        return clock.stages(
+            context_before_s=max(0.0, before) if before is not None else None,
+            context_after_s=max(0.0, after) if after is not None else None,
+        )
 
     def module(self, instance: Any) -> Any:
         """The VM module to register in place of `create_io_parameters_module`'s."""
@@ -201,6 +230,7 @@ class ParameterStream:
     ) -> Any:
         rt = self._rt
         started = time.perf_counter()
+        self._clock.request_began(started)
         signal = signal_ref.deref(rt.HalFence)
         try:
             requests = self._requests(scope_ref, key_table_ref, key_data_ref, spans_ref)
@@ -233,6 +263,7 @@ class ParameterStream:
     ) -> None:
         rt = self._rt
         started = time.perf_counter()
+        self._clock.request_began(started)
         signal = signal_ref.deref(rt.HalFence)
         try:
             target = target_ref.deref(rt.HalBuffer)
@@ -306,7 +337,7 @@ class ParameterStream:
         with self._totals.lock:
             self._totals.requested += total
         chunk_bytes = self.chunk_bytes_for(total)
-        fds: dict[str, int] = {}
+        files: dict[str, ArchiveFile] = {}
         try:
             chunks: list[_Chunk] = []
             splats = []
@@ -321,23 +352,25 @@ class ParameterStream:
                         "run with --params-mode mmap"
                     )
                 path = str(entry.path)
-                if path not in fds:
-                    fds[path] = os.open(path, os.O_RDONLY)
+                if path not in files:
+                    files[path] = open_archive_file(path, self._options.read_path)
                 offset = entry.offset + request.parameter_offset
                 for start in range(0, request.length, chunk_bytes):
                     length = min(chunk_bytes, request.length - start)
-                    chunks.append(_Chunk(fds[path], offset + start, index, base + start, length))
-            chunks.sort(key=lambda c: (c.fd, c.file_offset))  # file order: the kernel's readahead helps
+                    chunks.append(_Chunk(files[path], offset + start, index, base + start, length))
+            chunks.sort(key=lambda c: (c.file.path, c.file_offset))  # file order: the kernel's readahead helps
             self._fill_splats(splats, targets)
             self._run_workers(chunks, targets, min(chunk_bytes, max((c.length for c in chunks), default=0)))
         finally:
-            for fd in fds.values():
-                os.close(fd)
+            for file in files.values():
+                self._clock.note(file.note)
+                file.close()
 
     def _fill_splats(self, splats: list[tuple[StreamRequest, int, int]], targets: _Targets) -> None:
         if not splats:
             return
         rt = self._rt
+        started = time.perf_counter()
         command_buffer = rt.HalCommandBuffer(self._device, 0, True)
         for request, index, base in splats:
             assert request.entry.splat is not None
@@ -347,7 +380,9 @@ class ParameterStream:
         with self._submit_lock:
             self._device.queue_execute(command_buffer, [], [(semaphore, 1)])
         semaphore.wait(1)
+        self._clock.add_fill(time.perf_counter() - started)
         self._count(sum(r.length for r, _, _ in splats))
+        self._clock.last_byte(time.perf_counter())
 
     def _run_workers(self, chunks: list[_Chunk], targets: _Targets, slot_bytes: int) -> None:
         """Readers fill pinned slots from the file; this thread queues each slot's copy and recycles the slot.
@@ -359,16 +394,23 @@ class ParameterStream:
         """
         if not chunks:
             return
+        started = time.perf_counter()
         targets.all()  # every device buffer made here, before the readers start
         count = max(1, min(self._options.workers, len(chunks)))
-        slots = [self._staging(slot_bytes) for _ in range(count * max(1, self._options.slots_per_worker))]
+        # Direct reads land a chunk's aligned superset at the slot's first aligned address (see reads.py).
+        padding = SLOT_PADDING if any(c.file.direct for c in chunks) else 0
+        slots = [self._staging(slot_bytes + padding) for _ in range(count * max(1, self._options.slots_per_worker))]
+        self._clock.add_allocate(time.perf_counter() - started)
         free: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         for slot in slots:
             free.put(slot)
-        filled: queue.SimpleQueue[tuple[_Slot, _Chunk] | BaseException] = queue.SimpleQueue()
+        filled: queue.SimpleQueue[tuple[_Slot, _Chunk, int] | BaseException] = queue.SimpleQueue()
         cursor = [0]
         cursor_lock = threading.Lock()
         stopping = threading.Event()
+        tallies = [ReaderTally() for _ in range(count)]
+        loader = LoaderTally()
+        clock = time.perf_counter
 
         def next_chunk() -> _Chunk | None:
             with cursor_lock:
@@ -377,24 +419,37 @@ class ParameterStream:
                 cursor[0] += 1
                 return chunks[cursor[0] - 1]
 
-        def read() -> None:
+        def read(tally: ReaderTally) -> None:
             try:
                 while (chunk := next_chunk()) is not None:
+                    waited = clock()
                     slot = free.get()
+                    reading = clock()
+                    tally.slot_wait_s += reading - waited
                     if stopping.is_set():
                         return
-                    _read_fully(chunk.fd, slot.view[: chunk.length], chunk.file_offset)
-                    filled.put((slot, chunk))
+                    start, direct = chunk.file.read_chunk(slot.view, chunk.file_offset, chunk.length)
+                    tally.read_s += clock() - reading
+                    tally.chunks += 1
+                    if direct:
+                        tally.direct_bytes += chunk.length
+                    else:
+                        tally.cached_bytes += chunk.length
+                    filled.put((slot, chunk, start))
             except BaseException as exc:  # handed to the loading thread, which raises it
                 filled.put(exc)
 
-        readers = [threading.Thread(target=read, name=f"gputop-params-{i}", daemon=True) for i in range(count)]
+        readers = [
+            threading.Thread(target=read, args=(tally,), name=f"gputop-params-{i}", daemon=True)
+            for i, tally in enumerate(tallies)
+        ]
+        began = clock()
         for reader in readers:
             reader.start()
         in_flight: collections.deque[_Slot] = collections.deque()
         try:
             for _ in range(len(chunks)):
-                item: tuple[_Slot, _Chunk] | BaseException | None = None
+                item: tuple[_Slot, _Chunk, int] | BaseException | None = None
                 while item is None:
                     if self._should_stop():
                         raise RuntimeError("CANCELLED; the parameter load was stopped")
@@ -403,17 +458,20 @@ class ParameterStream:
                     try:
                         item = filled.get_nowait()
                     except queue.Empty:
+                        waited = clock()
                         if in_flight:
                             # Nothing read yet: the readers are reading or waiting for a slot, and the oldest
                             # copy is the next to land (no timed poll: a sleep here capped the rate at ~5 GB/s).
                             free.put(self._settled(in_flight.popleft()))
+                            loader.dma_wait_s += clock() - waited
                         else:
                             with contextlib.suppress(queue.Empty):
                                 item = filled.get(timeout=0.1)
+                            loader.read_wait_s += clock() - waited
                 if isinstance(item, BaseException):
                     raise item
-                slot, chunk = item
-                self._submit_copy(slot, targets.get(chunk.request), chunk)
+                slot, chunk, start = item
+                self._submit_copy(slot, targets.get(chunk.request), chunk, start)
                 in_flight.append(slot)
         finally:
             stopping.set()
@@ -421,13 +479,18 @@ class ParameterStream:
                 free.put(slot)  # wakes readers waiting for a slot, so they see the stop
             for reader in readers:
                 reader.join()  # waits with the GIL released: the TUI and the sampler run meanwhile
+            waited = clock()
             while in_flight:
                 self._settled(in_flight.popleft())
+            ended = clock()
+            loader.dma_wait_s += ended - waited
+            self._clock.add_batch(chunk_bytes=slot_bytes, wall_s=ended - began, readers=tallies, loader=loader)
+            self._clock.last_byte(ended)
 
-    def _submit_copy(self, slot: _Slot, target: Any, chunk: _Chunk) -> None:
+    def _submit_copy(self, slot: _Slot, target: Any, chunk: _Chunk, source_offset: int) -> None:
         rt = self._rt
         command_buffer = rt.HalCommandBuffer(self._device, 0, True)
-        command_buffer.copy(slot.buffer, target, 0, chunk.target_offset, chunk.length, end=True)
+        command_buffer.copy(slot.buffer, target, source_offset, chunk.target_offset, chunk.length, end=True)
         with self._submit_lock:
             self._device.queue_execute(command_buffer, [], [(slot.semaphore, slot.value + 1)])
         slot.value += 1
@@ -491,13 +554,3 @@ class _Targets:
 
     def all(self) -> list[Any]:
         return [self.get(i) for i in range(len(self._makers))]
-
-
-def _read_fully(fd: int, view: np.ndarray, offset: int) -> None:
-    """`preadv` until `view` is full (reads may come back short), releasing the GIL while it reads."""
-    memory = memoryview(view.data).cast("B")
-    while memory:
-        got = os.preadv(fd, [memory], offset)
-        if got <= 0:
-            raise RuntimeError(f"DATA_LOSS; the parameter file ended at byte {offset} before its index said")
-        memory, offset = memory[got:], offset + got

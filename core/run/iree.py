@@ -125,7 +125,7 @@ class IreeFlow:
         context_s = time.perf_counter() - started
         state.phase(context_s=context_s)
         if files:
-            self._parameters_loaded(parameters_s, context_s)
+            self._parameters_loaded(parameters_s, context_s, context_started=started)
         state.set_function(signature.name, tuple(str(t) for t in signature.outputs))
 
         target = ctx.config.target_info
@@ -184,13 +184,16 @@ class IreeFlow:
             runner.parameter_mode, total, len(files), observed=runner.parameter_stream is not None, started=started
         )
 
-    def _parameters_loaded(self, parameters_s: float, context_s: float) -> None:
-        """The load's totals: exact from the streamed loader; for IREE's, context creation holds the load."""
+    def _parameters_loaded(self, parameters_s: float, context_s: float, *, context_started: float) -> None:
+        """The load's totals: exact from the streamed loader, with its stage times; for IREE's, context
+        creation holds the load."""
         runner, state = self.runner, self._ctx.state
         stream = runner.parameter_stream
         self._say_fallback()  # the streamed loader may have given way while the context was made
+        stages = None
         if stream is not None:
             loaded, seconds = stream.bytes_loaded, parameters_s + stream.seconds
+            stages = stream.stage_times(context_started, context_started + context_s)
         else:
             loaded, seconds = sum(e.length for e in runner.parameter_entries), parameters_s + context_s
         mode = runner.parameter_mode
@@ -198,9 +201,11 @@ class IreeFlow:
             state.end_parameters(loaded, seconds, mode=mode, zero_copy=True)
             state.event("info", f"parameters mapped in place by mmap (zero copy): {human_bytes(loaded, 2)}")
             return
-        state.end_parameters(loaded, seconds, mode=mode)
+        state.end_parameters(loaded, seconds, mode=mode, stages=stages)
         rate = f", {gbps(loaded / seconds / 1e9)}" if seconds > 0 and loaded else ""
         state.event("info", f"parameters loaded by {mode}: {human_bytes(loaded, 2)} in {fixed(seconds, 2)} s{rate}")
+        if stages is not None and stages.read_path_note:
+            state.event("warning", stages.read_path_note)
 
     def _say_fallback(self) -> None:
         fallback = self.runner.parameter_fallback

@@ -35,6 +35,7 @@ from gputop.core.snapshot import (
     Neighbours,
     OutputCheck,
     ParameterLoad,
+    ParameterStages,
     Phases,
     ProfileSummary,
     RunSnapshot,
@@ -73,6 +74,7 @@ class RunOutcome:
     parameter_bytes: int | None = None
     parameter_seconds: float | None = None
     parameter_zero_copy: bool = False
+    parameter_stages: ParameterStages | None = None
 
 
 class RunState:
@@ -209,6 +211,7 @@ class RunState:
                 parameter_seconds=outcome.parameter_seconds,
                 parameter_zero_copy=outcome.parameter_zero_copy,
                 neighbours=self._call_neighbours,
+                parameter_stages=outcome.parameter_stages,
             )
 
     # -- writers (the run's threads) ----------------------------------------------
@@ -311,9 +314,16 @@ class RunState:
         self.publish()
 
     def end_parameters(
-        self, loaded_bytes: int, seconds: float, *, mode: str | None = None, zero_copy: bool = False
+        self,
+        loaded_bytes: int,
+        seconds: float,
+        *,
+        mode: str | None = None,
+        zero_copy: bool = False,
+        stages: ParameterStages | None = None,
     ) -> None:
-        """The last byte is in place: the load's totals (and its mode, if a fallback changed it) go out."""
+        """The last byte is in place: the load's totals (and its mode, if a fallback changed it, and the
+        streamed loader's stage times) go out."""
         with self._lock:
             if self._parameters is None:
                 return
@@ -325,6 +335,7 @@ class RunState:
                 mode=mode or self._parameters.mode,
                 timestamp=time.time(),
                 zero_copy=zero_copy,
+                stages=stages,
             )
             self._outcome = replace(
                 self._outcome,
@@ -332,6 +343,7 @@ class RunState:
                 parameter_seconds=seconds,
                 parameter_mode=mode or self._outcome.parameter_mode,
                 parameter_zero_copy=zero_copy,
+                parameter_stages=stages,
             )
         self.publish(force=True)
 

@@ -43,11 +43,17 @@ def _load_json(loaded: int | None, seconds: float | None, zero_copy: bool = Fals
 
 
 def _parameters_json(snap: RunSnapshot) -> dict[str, Any]:
-    """`files` and `mode` (filled from the run's summary), and the load's bytes, seconds and GB/s."""
+    """`files` and `mode` (filled from the run's summary), the load's bytes, seconds and GB/s, and the
+    streamed loader's `stages` (`ParameterStages`: how to read them is in its docstring; None for IREE's)."""
     load = snap.parameters
     if load is None or not load.done:
-        return {"files": [], "mode": None, **_load_json(None, None)}
-    return {"files": [], "mode": load.mode, **_load_json(load.loaded_bytes, load.seconds, load.zero_copy)}
+        return {"files": [], "mode": None, **_load_json(None, None), "stages": None}
+    return {
+        "files": [],
+        "mode": load.mode,
+        **_load_json(load.loaded_bytes, load.seconds, load.zero_copy),
+        "stages": to_json(load.stages),
+    }
 
 
 def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) -> dict[str, Any]:
@@ -128,6 +134,7 @@ def build_report(snap: RunSnapshot, summary: RunSummary) -> dict[str, Any]:
             "files": list(summary.parameter_files),
             "mode": summary.parameter_mode,
             **_load_json(summary.parameter_bytes, summary.parameter_seconds, summary.parameter_zero_copy),
+            "stages": to_json(summary.parameter_stages),
         },
         inputs=to_json(summary.inputs),
         outputs=to_json(summary.outputs),
