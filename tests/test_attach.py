@@ -92,6 +92,9 @@ def test_the_control_channel_answers_with_the_runs_own_reasons(served: tuple[Pat
 
 def test_watching_keeps_a_thinned_record_dense(served: tuple[Path, subprocess.Popen[str]]) -> None:
     folder, _ = served  # gputop serve keeps one sample per 5 s unless something changes
+    # The line that says "running" is written by the record's own thread, maybe after the socket said so: the
+    # quiet window starts once it is in the file, or a loaded machine counts it in the window.
+    poll(lambda: b'"state": "running"' in (folder / "samples.jsonl").read_bytes().rsplit(b"\n", 2)[-2])
     before = sample_lines(folder)
     time.sleep(3)
     quiet = sample_lines(folder) - before

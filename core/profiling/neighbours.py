@@ -60,7 +60,7 @@ def is_ours(pid: int, roots: Iterable[int]) -> bool:
         return True
     try:
         return any(parent.pid in roots for parent in psutil.Process(pid).parents())
-    except psutil.Error:  # gone, or a pid of another container
+    except (psutil.Error, ValueError):  # gone, a pid of another container, or not a pid
         return False
 
 
@@ -82,7 +82,7 @@ class HostCounters:
         for pid in roots:
             try:
                 cpu = psutil.Process(pid).cpu_times()
-            except psutil.Error:
+            except (psutil.Error, ValueError):  # gone, not ours to read, or no pid at all (ValueError: pid < 0)
                 continue
             # children_*: the children it has waited for (a profiling tool once it ended). The roots alone,
             # not a walk of the process table: that would cost milliseconds of the GIL a second on a big server.
@@ -323,4 +323,4 @@ def _with_warning(neighbours: Neighbours) -> Neighbours:
 
 def watch_roots(owner_pid: int | None) -> list[int]:
     """The pids whose trees are this run's own: this process, and the TUI that owns it where there is one."""
-    return [os.getpid(), *([owner_pid] if owner_pid else [])]
+    return [os.getpid(), *([owner_pid] if owner_pid and owner_pid > 0 else [])]
