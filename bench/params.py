@@ -190,6 +190,14 @@ def reference(args: argparse.Namespace) -> dict[str, Any]:
     from gputop.core.module.devices import resolve_device
     from gputop.core.runners.iree_runner import IreeModuleRun
 
+    results: dict[str, Any] = {}
+
+    def step(name: str) -> None:
+        """What is measured next, with what is measured so far: a crash (Vulkan on the H100 exited -11 here) names
+        its step and keeps the figures before it (`child` reads the last of these lines)."""
+        print(json.dumps({"partial": results, "next": name}), flush=True)
+
+    step("open the device")
     info = resolve_device(args.device)
     runner = IreeModuleRun([info])
     runner.open_devices()
@@ -198,19 +206,23 @@ def reference(args: argparse.Namespace) -> dict[str, Any]:
     piece = int(min(total, 2**30))
     count = max(1, total // piece)
     usage = int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER)
-    results: dict[str, Any] = {"bytes": piece * count, "piece_bytes": piece}
+    results.update(bytes=piece * count, piece_bytes=piece)
+    step(f"allocate {min(count, 4)} device-local buffers of {piece} bytes")
     targets = [
         device.allocator.allocate_buffer(
             memory_type=int(rt.MemoryType.DEVICE_LOCAL), allowed_usage=usage, allocation_size=piece
         )
         for _ in range(min(count, 4))
     ]
+    step(f"allocate a pinned host staging buffer of {piece} bytes")
     staging = device.allocator.allocate_buffer(
         memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
         allowed_usage=int(rt.BufferUsage.TRANSFER_SOURCE | rt.BufferUsage.MAPPING_SCOPED),
         allocation_size=piece,
     )
+    step("map and fill the staging buffer")
     staging.map().asarray([piece], np.dtype(np.uint8))[:] = 1
+    step("pinned copies (queue_execute of a copy command buffer)")
     semaphore = device.create_semaphore(0)
     for round_ in range(2):  # the first round warms the path up; the second is timed
         started = time.perf_counter()
@@ -222,6 +234,7 @@ def reference(args: argparse.Namespace) -> dict[str, Any]:
         semaphore.wait((round_ + 1) * count)
         pinned_s = time.perf_counter() - started
     results["iree_pinned_gbps"] = round(piece * count / pinned_s / 1e9, 3)
+    step("pageable copies (allocate_buffer_copy)")
     pageable = np.ones(piece, dtype=np.uint8)
     started = time.perf_counter()
     for _ in range(count):
@@ -229,6 +242,7 @@ def reference(args: argparse.Namespace) -> dict[str, Any]:
             memory_type=int(rt.MemoryType.DEVICE_LOCAL), allowed_usage=usage, device=device, buffer=pageable
         )
     results["iree_pageable_gbps"] = round(piece * count / (time.perf_counter() - started) / 1e9, 3)
+    step("PyTorch's copies")
     try:
         import torch
 
@@ -262,11 +276,23 @@ def child(args: argparse.Namespace, mode: str, *extra: str, timeout: float = 300
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"path": mode, "error": f"timed out after {timeout:.0f} s"}
+    partial: dict[str, Any] | None = None
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
-            return json.loads(line)
+            data = json.loads(line)
+            if "partial" not in data:
+                return dict(data)
+            partial = data
+            break
     tail = [line for line in proc.stderr.splitlines() if line.strip() and "leak" not in line]
-    return {"path": mode, "error": (tail[-1] if tail else f"exit {proc.returncode}")[:300]}
+    error = (tail[-1] if tail else f"exit {proc.returncode}")[:300]
+    if partial is not None:  # the figures measured before the crash, and the step it crashed in
+        return {
+            "path": mode,
+            **partial["partial"],
+            "error": f"{error} (exit {proc.returncode}) during: {partial['next']}",
+        }
+    return {"path": mode, "error": error}
 
 
 def build(args: argparse.Namespace, folder: Path) -> None:
