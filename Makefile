@@ -54,7 +54,7 @@ bench: setup
 	$(PY) bench/run_overhead.py --demo mlp --device local-sync --iterations 100 --json bench/results/cpu-run_overhead-local-sync.json
 	$(PY) bench/perturbation.py --target demo:mlp --device local-task --seconds 15 --rounds 3 --json bench/results/cpu-perturbation.json
 	$(PY) bench/ui_lag.py --device local-task --seconds 20 --json bench/results/cpu-ui_lag.json
-	$(PY) bench/profile_overhead.py --device local-task --rounds 3 --calls 30 --json bench/results/cpu-profile_overhead.json
+	$(PY) bench/profile_overhead.py --device local-task --rounds 5 --calls 100 --passes 3 --json bench/results/cpu-profile_overhead.json
 	$(PY) bench/startup.py --device local-task --json bench/results/cpu-startup.json
 	$(PY) bench/own_cost.py --device local-task --seconds 30 --json bench/results/cpu-own_cost.json
 	$(PY) bench/params.py --device local-task --tensors 64 --gib 1 --cache warm,cold --reference --json bench/results/cpu-params.json

@@ -1,13 +1,26 @@
-"""What profiling costs: call time with kernel profiling on vs off, same module, same run.
+"""What a profile pass costs, part by part, and whether the pass's own figure says the same.
 
-For IREE HAL-native profiling (local-task, Vulkan, HIP) this alternates rounds
-of `iree-benchmark-module` with and without `--device_profiling_mode` on the
-same `.vmfb`, device and inputs. For CUDA it alternates rounds of calls in
-this process with and without CUPTI kernel recording. Prints a table, writes
-JSON.
+Issue 28: a pass explains the calls it made, so those calls must be the
+user's calls. This measures, in alternating rounds of one run, the mean call
+time with each part of what a pass turns on, against the same calls with
+nothing on:
+- IREE's tool passes (local-task, local-sync, Vulkan, HIP): `iree-benchmark-module`
+  alone; with the call marks preloaded; with each `--device_profiling_mode`
+  alone; with all of the pass's modes; and as the pass runs it (all modes and
+  the marks). Every variant is its own tool run of `--calls` calls, in a
+  rotating order each round, so drift is shared.
+- CUDA: calls in this process with nothing on, with CUPTI kernel records only,
+  kernels plus each of the breakdown's activity kinds alone, and the pass's
+  own `record_calls` (every kind, a CUPTI timestamp around each call).
+Each variant's ratio is the median over rounds of its mean call against the
+same round's unprofiled mean (the pass's own ratio is a ratio of means too).
+Then the real pass runs `--passes` times (`profile_with_ireeprof`, or the CUPTI
+pass against the run's newest calls) and its self-reported `profile.overhead`
+is set beside the bench's figure for the same variant: the two must agree
+within 2%. Prints a table and writes JSON.
 
-Usage: python bench/profile_overhead.py --vmfb M.vmfb --device D --function F --input ... [--rounds 5] [--calls 50]
-       python bench/profile_overhead.py --demo mlp --device local-task
+Usage: python bench/profile_overhead.py [--demo mlp | --vmfb M --function F --input ...] --device D
+                                        [--rounds 7] [--calls 100] [--passes 3] [--json out.json]
 """
 
 from __future__ import annotations
@@ -18,110 +31,210 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from gputop.core.module.devices import resolve_device
-from gputop.core.profiling.profiles import PROFILING_MODES, benchmark_call_ms, device_uri, runtime_tool
+from gputop.core.profiling.call_marks import marks_environment, marks_library
+from gputop.core.profiling.profiles import (
+    PROFILING_MODES,
+    benchmark_call_ms,
+    profile_with_ireeprof,
+    profiled_calls_command,
+    timed_repetitions,
+)
+from gputop.core.snapshot import DeviceInfo
+
+AGREE = 0.02  # the pass's own ratio and the bench's within this of each other
 
 
-def tool_round(vmfb: str, device: str, function: str, inputs: list[str], calls: int, profile: Path | None) -> float:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "bm.json"
-        command = [
-            runtime_tool("iree-benchmark-module"), f"--module={vmfb}", f"--device={device}",
-            f"--function={function}", *[f"--input={i}" for i in inputs],
-            "--benchmark_min_time=1x", f"--benchmark_repetitions={calls}",
-            f"--benchmark_out={out}", "--benchmark_out_format=json",
-        ]  # fmt: skip
-        if profile is not None:
-            mode = PROFILING_MODES[device.split(":")[0].split("/")[0]]
-            command += [f"--device_profiling_mode={mode}", f"--device_profiling_output={profile}"]
-        subprocess.run(command, check=True, capture_output=True)
-        return statistics.median(benchmark_call_ms(out))
+def tool_variants(backend: str) -> dict[str, tuple[str | None, bool]]:
+    """name -> (profiling modes or None, call marks preloaded): each part alone, then the pass as it runs."""
+    modes = PROFILING_MODES[backend]
+    variants: dict[str, tuple[str | None, bool]] = {"off": (None, False), "marks": (None, True)}
+    for mode in modes.split(","):
+        variants[mode] = (mode, False)
+    variants["all modes"] = (modes, False)
+    variants["pass (all modes + marks)"] = (modes, True)
+    return variants
 
 
-def cuda_rounds(vmfb: str, device_spec: str, function: str, inputs: list[str], calls: int, rounds: int):
+def tool_mean_ms(command: list[str], calls: int, modes: str | None, marks: bool, scratch: Path) -> float:
+    """One tool run of `calls` calls with `modes` (None: no profiling) and the marks; its mean call in ms."""
+    timings, bundle, marks_file = scratch / "calls.json", scratch / "round.ireeprof", scratch / "marks.txt"
+    run = [arg for arg in command if not arg.startswith("--device_profiling_")]
+    if modes is not None:
+        run += [f"--device_profiling_mode={modes}", f"--device_profiling_output={bundle}"]
+    env = None
+    if marks:
+        library, why_not = marks_library()
+        if library is None:
+            raise SystemExit(f"call marks unavailable: {why_not}")
+        env = marks_environment(library, marks_file)
+    subprocess.run([*run, *timed_repetitions(calls, timings)], check=True, capture_output=True, env=env)
+    return statistics.fmean(benchmark_call_ms(timings))
+
+
+def rotate(names: list[str], by: int) -> list[str]:
+    by %= len(names)
+    return names[by:] + names[:by]
+
+
+def tool_rounds(
+    device: DeviceInfo, vmfb: Path, function: str, inputs: list[str], calls: int, rounds: int, scratch: Path
+) -> dict[str, list[float]]:
+    """Each variant's mean call per round, the variants in a rotating order."""
+    command = profiled_calls_command(vmfb, [device], function, inputs, scratch / "unused.ireeprof")
+    variants = tool_variants(device.backend)
+    means: dict[str, list[float]] = {name: [] for name in variants}
+    tool_mean_ms(command, calls, None, False, scratch)  # the first tool run pays the page cache and the driver
+    for index in range(rounds):
+        for name in rotate(list(variants), index):
+            modes, marks = variants[name]
+            means[name].append(tool_mean_ms(command, calls, modes, marks, scratch))
+    return means
+
+
+def tool_passes(
+    device: DeviceInfo, vmfb: Path, function: str, inputs: list[str], calls: int, passes: int, scratch: Path
+) -> list[float]:
+    """The real pass's self-reported ratio, `passes` times."""
+    ratios = []
+    for index in range(passes):
+        folder = scratch / f"pass{index}"
+        folder.mkdir()
+        summary, _, _ = profile_with_ireeprof(vmfb, [device], function, inputs, calls, folder)
+        assert summary.overhead is not None
+        ratios.append(summary.overhead.ratio)
+    return ratios
+
+
+def cuda_rounds(
+    device: DeviceInfo, vmfb: Path, function: str, inputs: list[str], calls: int, rounds: int, passes: int
+) -> tuple[dict[str, list[float]], list[float]]:
+    """CUDA in this process: each CUPTI part's mean call per round, then the pass's own ratio `passes` times."""
     from gputop.core.module.inputs import parse_input
-    from gputop.core.profiling.cupti import record_kernels
+    from gputop.core.profiling.cupti import BREAKDOWN_KINDS, record_calls, record_kernels
+    from gputop.core.profiling.overhead import measure_overhead, run_window
     from gputop.core.runners.iree_runner import IreeModuleRun
 
-    runner = IreeModuleRun([resolve_device(device_spec)])
+    runner = IreeModuleRun([device])
     runner.open_devices()
-    runner.load_module(Path(vmfb))
+    runner.load_module(vmfb)
     runner.create_context(function)
     runner.upload([parse_input(i) for i in inputs])
 
     def timed() -> list[float]:
         return runner.timed_calls(calls)
 
+    def recorded(kinds: tuple[str, ...]) -> Callable[[], list[float]]:
+        return lambda: record_kernels(timed, kinds)[1]
+
+    def pass_walls() -> list[float]:
+        return record_calls(runner.steady_call, calls)[1]
+
+    variants: dict[str, Callable[[], list[float]]] = {"off": timed, "kernels": recorded(())}
+    for kind in BREAKDOWN_KINDS:
+        variants[f"kernels + {kind}"] = recorded((kind,))
+    variants["pass (record_calls)"] = pass_walls
+    means: dict[str, list[float]] = {name: [] for name in variants}
     timed()  # warm up
-    off, on = [], []
-    for _ in range(rounds):
-        off.append(statistics.median(timed()) * 1e3)
-        _, walls = record_kernels(timed)
-        on.append(statistics.median(walls) * 1e3)
+    for index in range(rounds):
+        for name in rotate(list(variants), index):
+            means[name].append(statistics.fmean(variants[name]()) * 1e3)
+    ratios = []
+    for _ in range(passes):  # as the pass does it: the run's newest calls, then the recorded ones
+        unprofiled = [s * 1e3 for s in runner.timed_calls(run_window(calls))]
+        overhead = measure_overhead(statistics.fmean(pass_walls()) * 1e3, unprofiled, "bench")
+        assert overhead is not None
+        ratios.append(overhead.ratio)
     runner.close()
-    return off, on
+    return means, ratios
+
+
+def demo_module(demo: str, device_spec: str, scratch: Path) -> tuple[Path, str, list[str]]:
+    """The demo compiled for the device by a real one-call run, and its inputs as .npy files."""
+    from gputop.core.run import RunConfig, Session
+
+    session = Session(RunConfig(target=f"demo:{demo}", device=device_spec, iterations=1, session_dir=scratch / "s"))
+    session.start()
+    session.wait()
+    compiled = session.outcome.compiled
+    if compiled is None or session.snapshot.function is None:
+        raise SystemExit(f"demo:{demo} did not run on {device_spec}: {session.snapshot.error}")
+    inputs = []
+    for index, array in enumerate(session.outcome.inputs):
+        path = scratch / f"in{index}.npy"
+        np.save(path, array)
+        inputs.append(f"@{path}")
+    return Path(compiled.vmfb_path), session.snapshot.function, inputs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--vmfb")
+    parser.add_argument("--vmfb", type=Path)
     parser.add_argument("--demo", default="mlp")
     parser.add_argument("--device", default="local-task")
     parser.add_argument("--function")
     parser.add_argument("--input", action="append", default=[])
-    parser.add_argument("--calls", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    vmfb, function, inputs = args.vmfb, args.function, list(args.input)
-    scratch = tempfile.TemporaryDirectory()
-    if vmfb is None:
-        from gputop.core.session import RunConfig, Session
-
-        session = Session(RunConfig(target=f"demo:{args.demo}", device=args.device, iterations=1))
-        session.start()
-        session.wait()
-        assert session.outcome.compiled is not None
-        vmfb, function = str(session.outcome.compiled.vmfb_path), session.snapshot.function
-        for index, array in enumerate(session.outcome.inputs):
-            path = Path(scratch.name) / f"in{index}.npy"
-            np.save(path, array)
-            inputs.append(f"@{path}")
     device = resolve_device(args.device)
-    if device.backend == "cuda":
-        off, on = cuda_rounds(vmfb, args.device, function or "main", inputs, args.calls, args.rounds)
-        method = "in-process calls, CUPTI kernel recording on vs off"
-    else:
-        off, on = [], []
-        for index in range(args.rounds):
-            uri = device_uri(device)
-            off.append(tool_round(vmfb, uri, function or "main", inputs, args.calls, None))
-            bundle = Path(scratch.name) / f"round{index}.ireeprof"
-            on.append(tool_round(vmfb, uri, function or "main", inputs, args.calls, bundle))
-        method = f"iree-benchmark-module with vs without --device_profiling_mode={PROFILING_MODES[device.backend]}"
-    ratio = statistics.median(on) / statistics.median(off)
-    result = {
+    with tempfile.TemporaryDirectory(prefix="gputop-overhead-") as tmp:
+        scratch = Path(tmp)
+        if args.vmfb is None:
+            vmfb, function, inputs = demo_module(args.demo, args.device, scratch)
+        else:
+            vmfb, function, inputs = args.vmfb, args.function or "main", list(args.input)
+        if device.backend == "cuda":
+            means, pass_ratios = cuda_rounds(device, vmfb, function, inputs, args.calls, args.rounds, args.passes)
+            bench_pass = "pass (record_calls)"
+            method = "in-process calls; CUPTI activity kinds on vs off, alternating rounds"
+        else:
+            means = tool_rounds(device, vmfb, function, inputs, args.calls, args.rounds, scratch)
+            pass_ratios = tool_passes(device, vmfb, function, inputs, args.calls, args.passes, scratch)
+            bench_pass = "pass (all modes + marks)"
+            method = "iree-benchmark-module runs, one per variant, alternating rounds"
+    off = means["off"]
+    rows: list[dict[str, Any]] = []
+    for name, values in means.items():
+        ratio = statistics.median(v / o for v, o in zip(values, off, strict=True))
+        rows.append({"part": name, "mean_ms": statistics.median(values), "ratio": ratio})
+    bench_ratio = next(float(row["ratio"]) for row in rows if row["part"] == bench_pass)
+    pass_ratio = statistics.median(pass_ratios)
+    result: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
         "device": device.id,
         "device_name": device.name,
+        "target": str(args.vmfb or f"demo:{args.demo}"),
         "method": method,
         "rounds": args.rounds,
         "calls_per_round": args.calls,
-        "off_p50_ms": statistics.median(off),
-        "on_p50_ms": statistics.median(on),
-        "ratio": ratio,
-        "off_rounds_ms": off,
-        "on_rounds_ms": on,
+        "parts": rows,
+        "rounds_ms": means,
+        "pass_self_reported_ratios": pass_ratios,
+        "pass_self_reported_ratio": pass_ratio,
+        "bench_pass_ratio": bench_ratio,
+        "agree": abs(pass_ratio - bench_ratio) <= AGREE,
     }
-    print(f"{device.id}: {method}")
-    print(f"profiling off p50 {result['off_p50_ms']:.3f} ms, on {result['on_p50_ms']:.3f} ms, ratio {ratio:.3f}")
+    print(f"{device.id} ({device.name}), {result['target']}: {method}, {args.rounds} rounds of {args.calls} calls")
+    print(f"  {'part':34s} {'mean ms':>9s} {'ratio':>7s}")
+    for row in rows:
+        print(f"  {row['part']:34s} {row['mean_ms']:9.3f} {row['ratio']:7.3f}")
+    print(
+        f"  the pass's own ratio: median {pass_ratio:.3f} of {len(pass_ratios)} passes "
+        f"({', '.join(f'{r:.3f}' for r in pass_ratios)}); the bench's: {bench_ratio:.3f}; "
+        + ("agree" if result["agree"] else "DISAGREE")
+        + f" within {AGREE:.0%}"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
-    scratch.cleanup()
 
 
 if __name__ == "__main__":

@@ -46,9 +46,12 @@ def _buffer_completed(activities: list[Any]) -> None:
         _records.extend(activities)
 
 
-def record_kernels(run_calls: Callable[[], list[float]]) -> tuple[list[DispatchEvent], list[float]]:
-    """Run `run_calls` (which returns per-call wall seconds) with kernel recording on."""
-    with _recording(()) as records:
+def record_kernels(
+    run_calls: Callable[[], list[float]], extra_kinds: tuple[str, ...] = ()
+) -> tuple[list[DispatchEvent], list[float]]:
+    """Run `run_calls` (which returns per-call wall seconds) with kernel recording on, and `extra_kinds`
+    (names of BREAKDOWN_KINDS): what each activity kind costs is measured this way (bench/profile_overhead.py)."""
+    with _recording(extra_kinds) as records:
         walls = run_calls()
     return _kernel_events(records.result()), walls
 

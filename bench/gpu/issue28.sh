@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue #28 on the GPU machine: what each part of a profile pass costs, and whether the pass's own
+# `profile.overhead` agrees with alternating rounds (bench/profile_overhead.py), for the two-matmul module
+# and demo:mlp on cuda and vulkan.
+#   carry: .whl .whl-cuda .gl .device     then:  bash bench/gpu/issue28.sh [MODULE-DEVICE ...]
+# Default: mm2-cuda mm2-vulkan mlp-cuda mlp-vulkan. Needs .device/perturb/ (compiled on the CPU machine, see its
+# README.txt) and .device/common/call_marks.so (built from core/profiling/call_marks.c on the CPU machine: the
+# GPU machine has no C compiler). Results: $OUT/issue28/MODULE_DEVICE.{json,txt}.
+set -u
+cd "$(dirname "$0")/../.."
+source bench/gpu/setup.sh >/dev/null
+D=.device/perturb
+OUT_DIR="${OUT:-/tmp/out}/issue28"
+mkdir -p "$OUT_DIR"
+log() { echo "[issue28 $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
+log "start; $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader)"
+for part in "${@:-mm2-cuda mm2-vulkan mlp-cuda mlp-vulkan}"; do
+  for one in $part; do
+    module=${one%%-*} device=${one#*-}
+    args=()
+    for i in "$D/${module}"_in*.npy; do args+=(--input "@$i"); done
+    timeout "${ISSUE28_TIMEOUT:-280}" python3 bench/profile_overhead.py --vmfb "$D/${module}_${device}.vmfb" \
+      --device "$device" --function "$module" "${args[@]}" --rounds "${ISSUE28_ROUNDS:-7}" \
+      --calls "${ISSUE28_CALLS:-300}" --passes "${ISSUE28_PASSES:-3}" --json "$OUT_DIR/${module}_${device}.json" \
+      > "$OUT_DIR/${module}_${device}.txt" 2>&1 || log "$module $device failed (exit $?)"
+    tail -12 "$OUT_DIR/${module}_${device}.txt" | tee -a "$OUT_DIR/log.txt"
+  done
+done
