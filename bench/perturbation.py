@@ -7,10 +7,16 @@ machine (clocks, neighbours) falls on every way alike:
 - `tui`: `gputop TARGET` in a real pseudo-terminal (120x40 unless --size),
   whose engine runs as its own process, for --seconds, then `q`;
 - `served`: `gputop serve TARGET` with `gputop attach` in a pseudo-terminal.
-Each way's p50/p95/max/mean of the steady calls come from its own report
-(the engine's synced wall time per call), taken at the end of its steady
-window and before any profile pass; headless makes as many calls as the
-first viewed way did by then. The table gives each against headless.
+Each way's p50/p95/max/mean are those of the calls made in its steady
+window alone, from its own report's samples (the engine's synced wall time
+of every call, in order), before any profile pass. Calls before the window
+are left out: an attached viewer starts while its engine already calls (the
+TUI starts its engine after itself). Every command runs in a session of its
+own, as from its own terminal: with the kernel's autogroup scheduling a
+session is a scheduling group, and these two made served + attached look 10%
+slower than the TUI on the 2-core machine (BENCHMARKS.md). Headless makes as
+many calls as the first viewed way made before and in its window, and leaves
+out the same leading ones. The table gives each against headless.
 With --profile each way also takes one profile pass (`p` in the TUI,
 `--profile` headless) and the call breakdown's segments are compared.
 The viewer's CPU (psutil, over the steady window) and the age of each
@@ -41,6 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 
 from gputop.core.serving.control_socket import ControlUnavailable, StreamReader, ask
@@ -56,8 +63,16 @@ class Terminal:
     def __init__(self, command: list[str], size: tuple[int, int], env: dict[str, str]) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+        # Its own session, as a process in a real terminal is: with the kernel's autogroup scheduling (on here),
+        # a session is a scheduling group, and a viewer that shared one with its engine took its CPU differently.
         self.process = subprocess.Popen(
-            command, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm-256color"}, close_fds=True
+            command,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**env, "TERM": "xterm-256color"},
+            close_fds=True,
+            start_new_session=True,
         )
         os.close(slave)
         self._master = master
@@ -133,21 +148,45 @@ def cpu_of(pid: int) -> float:
     return 0.0
 
 
-def steady_window(folder: Path, pid: int, seconds: float) -> tuple[dict[str, Any], float]:
-    """Sleep through the steady window; the run's call figures at its end, and the viewer's CPU share over it.
+def call_times(report: dict[str, Any]) -> list[float]:
+    """Every steady call's time (ms), in order: the report's samples keep all of them up to 20000 calls."""
+    samples = (report.get("samples") or {}).get("calls") or {}
+    if samples.get("uniform"):
+        raise SystemExit("more calls than the report's samples keep: shorten --seconds")
+    return [float(v) for v in samples.get("ms") or []]
 
-    The figures are taken before any profile pass, as headless `gputop run --profile` reports the calls made
-    before its pass: the calls after a pass, and reports built while calls run, are no part of the comparison.
+
+def window_figures(times: list[float]) -> dict[str, float | int | None]:
+    """p50, p95, max and mean of the calls of a window, as gputop's CallStats takes them (numpy's percentiles)."""
+    if not times:
+        return {"count": 0, "p50_ms": None, "p95_ms": None, "max_ms": None, "mean_ms": None}
+    p50, p95 = np.percentile(times, [50, 95])
+    return {"count": len(times), "p50_ms": float(p50), "p95_ms": float(p95), "max_ms": max(times),
+            "mean_ms": float(np.mean(times))}  # fmt: skip
+
+
+def steady_window(folder: Path, pid: int, seconds: float) -> tuple[dict[str, Any], list[float], int, float]:
+    """Sleep through the steady window; the report at its end, the calls made in it, how many came before it,
+    and the viewer's CPU share over it.
+
+    Only the window's calls count: those made before it competed with the viewer's start-up (an attached
+    viewer starts after its engine, while calls run) and are no part of watching. The figures are taken
+    before any profile pass, as headless `gputop run --profile` reports the calls made before its pass.
     """
+    before = len(call_times(ask(folder, "report", timeout=60.0)["report"]))
     cpu0, wall0 = cpu_of(pid), time.monotonic()
     time.sleep(seconds)
     wall = time.monotonic() - wall0
     cpu_pct = round(100 * (cpu_of(pid) - cpu0) / wall, 1)
     report = ask(folder, "report", timeout=60.0)["report"]
-    return report, cpu_pct
+    return report, call_times(report)[before:], before, cpu_pct
 
 
-def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, env: dict[str, str]) -> dict[str, Any]:
+def run_way(
+    way: str, args: argparse.Namespace, base: Path, calls: tuple[int, int] | None, env: dict[str, str]
+) -> dict[str, Any]:
+    """One round of one way. `calls`: (calls before the window, calls in it) of a viewed way, which headless
+    makes too and then leaves out the same leading calls."""
     folder = base / f"{way}-{time.monotonic_ns()}"
     run_args = [args.target, "--device", args.device, *args.extra]
     if args.profile:  # the same pass everywhere: headless `--profile` would otherwise profile every one of its calls
@@ -156,12 +195,16 @@ def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, e
     viewer_env = {**env, "GPUTOP_VIEWER_STATS": str(stats_path)}
     row: dict[str, Any] = {"way": way}
     if way == "headless":
-        count = calls or 100
-        command = [*GPUTOP, "run", *run_args, "-n", str(count), "--session-dir", str(folder), "--quiet"]
+        skipped, window = calls or (0, 100)
+        command = [*GPUTOP, "run", *run_args, "-n", str(skipped + window), "--session-dir", str(folder), "--quiet"]
         if args.profile:
             command += ["--profile"]
-        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         report = profiled = read_report(folder)
+        times = call_times(report)[skipped:]
+        row["skipped"] = skipped
     else:
         engine: subprocess.Popen[bytes] | None = None
         if way == "tui":
@@ -175,11 +218,12 @@ def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, e
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                start_new_session=True,  # as from another terminal; the TUI starts its engine in a session too
             )
             wait_running(folder)
             term = Terminal([*GPUTOP, "attach", str(folder)], args.size, viewer_env)
         time.sleep(args.warmup)
-        report, row["viewer_cpu_pct"] = steady_window(folder, term.process.pid, args.seconds)
+        report, times, row["skipped"], row["viewer_cpu_pct"] = steady_window(folder, term.process.pid, args.seconds)
         profiled = report
         if args.profile:
             term.press("p")
@@ -190,12 +234,7 @@ def run_way(way: str, args: argparse.Namespace, base: Path, calls: int | None, e
         if engine is not None:
             engine.send_signal(signal.SIGINT)
             engine.wait(120)
-    calls_block = report["calls"]
-    row.update(
-        count=calls_block.get("count"),
-        **{key: calls_block.get(key) for key in ("p50_ms", "p95_ms", "max_ms", "mean_ms")},
-        engine=report.get("engine"),
-    )
+    row.update(**window_figures(times), engine=report.get("engine"))
     if stats_path.exists():
         row["viewer"] = json.loads(stats_path.read_text())
     breakdown = profiled.get("call_breakdown")
@@ -251,7 +290,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gputop-perturb-") as tmp:
         base = Path(tmp)
-        calls: int | None = None
+        calls: tuple[int, int] | None = None
         for round_index in range(args.rounds):
             order = ways[round_index % len(ways) :] + ways[: round_index % len(ways)]
             if calls is None and "headless" in order:
@@ -260,7 +299,7 @@ def main() -> None:
                 row = run_way(way, args, base, calls, env)
                 row["round"] = round_index
                 if way != "headless" and calls is None and row.get("count"):
-                    calls = int(row["count"])
+                    calls = (int(row["skipped"]), int(row["count"]))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     table = summarise(rows)

@@ -8,7 +8,7 @@ nothing on:
   alone; with the call marks preloaded; with each `--device_profiling_mode`
   alone; with all of the pass's modes; and as the pass runs it (all modes and
   the marks). Every variant is its own tool run of `--calls` calls, in a
-  rotating order each round, so drift is shared.
+  new order each round, so drift is shared.
 - CUDA: calls in this process with nothing on, with CUPTI kernel records only,
   kernels plus each of the breakdown's activity kinds alone, and the pass's
   own `record_calls` (every kind, a CUPTI timestamp around each call).
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import tempfile
@@ -78,9 +79,10 @@ def tool_mean_ms(command: list[str], calls: int, modes: str | None, marks: bool,
     return statistics.fmean(benchmark_call_ms(timings))
 
 
-def rotate(names: list[str], by: int) -> list[str]:
-    by %= len(names)
-    return names[by:] + names[:by]
+def round_order(names: list[str], index: int) -> list[str]:
+    """The variants in a new order each round (seeded): a rotation keeps each one after the same neighbour, and a
+    tool run that has just written a profile (its bundle flushing) slowed whichever always came next."""
+    return random.Random(index).sample(names, len(names))
 
 
 def tool_rounds(
@@ -92,7 +94,7 @@ def tool_rounds(
     means: dict[str, list[float]] = {name: [] for name in variants}
     tool_mean_ms(command, calls, None, False, scratch)  # the first tool run pays the page cache and the driver
     for index in range(rounds):
-        for name in rotate(list(variants), index):
+        for name in round_order(list(variants), index):
             modes, marks = variants[name]
             means[name].append(tool_mean_ms(command, calls, modes, marks, scratch))
     return means
@@ -143,7 +145,7 @@ def cuda_rounds(
     means: dict[str, list[float]] = {name: [] for name in variants}
     timed()  # warm up
     for index in range(rounds):
-        for name in rotate(list(variants), index):
+        for name in round_order(list(variants), index):
             means[name].append(statistics.fmean(variants[name]()) * 1e3)
     ratios = []
     for _ in range(passes):  # as the pass does it: the run's newest calls, then the recorded ones
