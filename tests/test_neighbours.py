@@ -33,8 +33,20 @@ def busy_process() -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
 
 
+def ambient_other_cores(seconds: float = 2.0) -> float:
+    """Other processes' CPU over `seconds` while nothing of this test runs: the machine's own load, by psutil."""
+    first = HostCounters.read([os.getpid()])
+    time.sleep(seconds)
+    load = HostCounters.read([os.getpid()]).load_since(first)
+    assert load is not None
+    return load.other_cores
+
+
 def test_a_busy_process_is_host_load_that_flags_the_calls_the_pass_and_compare(tmp_path: Path) -> None:
+    """A quiet run is not flagged where the machine is quiet (its load read just before, the independent source):
+    a CI machine whose neighbours are busy is not one, and there only the busy run's figures are checked."""
     quiet_dir, busy_dir = tmp_path / "quiet", tmp_path / "busy"
+    ambient = ambient_other_cores()
     quiet, quiet_report = run_json(
         "demo:mlp", "--device", "local-task", "-n", "150", "--profile", "--session-dir", str(quiet_dir)
     )
@@ -57,9 +69,13 @@ def test_a_busy_process_is_host_load_that_flags_the_calls_the_pass_and_compare(t
 
     limit = host_load_limit(os.cpu_count() or 1)
     quiet_host = quiet_report["neighbours"]["host"]
-    assert quiet_host["other_cores"] <= limit and quiet_report["neighbours"]["warning"] is None, quiet_host
-    assert quiet_report["profile"]["neighbours"]["warning"] is None
-    assert "busy host" not in quiet.stderr
+    if ambient <= limit / 2:
+        assert quiet_host["other_cores"] <= limit and quiet_report["neighbours"]["warning"] is None, (
+            quiet_host,
+            ambient,
+        )
+        assert quiet_report["profile"]["neighbours"]["warning"] is None
+        assert "busy host" not in quiet.stderr
 
     calls_host = busy_report["neighbours"]["host"]
     # The busy loop ran through the whole command (start-up included); the calls are most of it.
