@@ -18,12 +18,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 import pytest
 
 from gputop.core.module.devices import iree_devices, opencl_devices
+
+if TYPE_CHECKING:
+    from gputop.core.runners.iree_runner import IreeModuleRun
 
 # One compile cache for the whole run (fast), never the user's own.
 _RUN_DIR = Path(os.environ.get("GPUTOP_TEST_DIR", "")) if os.environ.get("GPUTOP_TEST_DIR") else None
@@ -170,3 +173,20 @@ def fill_disk(path: Path) -> None:
     with open(path, "wb", buffering=0) as filler, contextlib.suppress(OSError):
         while True:
             filler.write(b"\0" * 4096)
+
+
+def device_bytes(runner: IreeModuleRun, buffer: Any) -> bytes:
+    """A device buffer's bytes, copied through a host staging buffer (lavapipe cannot import host pointers)."""
+    import iree.runtime as rt
+    import numpy as np
+
+    device = runner.devices[0]
+    staging = device.allocator.allocate_buffer(
+        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+        allocation_size=buffer.byte_length(),
+    )
+    semaphore = device.create_semaphore(0)
+    device.queue_copy(buffer, staging, [(semaphore, 0)], [(semaphore, 1)])
+    semaphore.wait(1)
+    return bytes(staging.map().asarray([buffer.byte_length()], np.dtype(np.uint8)).tobytes())

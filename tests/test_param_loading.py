@@ -12,11 +12,11 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
+from conftest import device_bytes
 from gputop.core.module.devices import resolve_device
 from gputop.core.params.archive import (
     TensorSpec,
@@ -110,22 +110,6 @@ def test_read_archive_sees_splats_and_safetensors(tmp_path: Path) -> None:
     assert (entry.key, entry.length, entry.offset) == ("w", 8, 8 + len(header))
 
 
-def _device_bytes(runner: IreeModuleRun, buffer: Any) -> bytes:
-    """A device buffer's bytes, copied through a host staging buffer (lavapipe cannot import host pointers)."""
-    import iree.runtime as rt
-
-    device = runner.devices[0]
-    staging = device.allocator.allocate_buffer(
-        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
-        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
-        allocation_size=buffer.byte_length(),
-    )
-    semaphore = device.create_semaphore(0)
-    device.queue_copy(buffer, staging, [(semaphore, 0)], [(semaphore, 1)])
-    semaphore.wait(1)
-    return staging.map().asarray([buffer.byte_length()], np.dtype(np.uint8)).tobytes()
-
-
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("params") / "small.irpa"
@@ -157,7 +141,7 @@ def test_streamed_load_is_byte_exact(device: str, small_model: Path, request: py
         for entry, buffer in zip(entries, buffers, strict=True):
             assert entry.offset is not None
             handle.seek(entry.offset)
-            assert _device_bytes(runner, buffer) == handle.read(entry.length), entry.key
+            assert device_bytes(runner, buffer) == handle.read(entry.length), entry.key
     done = [d for d, _ in progress]
     assert done == sorted(done) and done[-1] == total == stream.bytes_loaded and len(done) > len(entries)
     assert stream.seconds > 0
@@ -178,8 +162,8 @@ def test_streamed_load_fills_splats_and_stops_when_asked(tmp_path: Path) -> None
     usage = int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER)
     stream = ParameterStream(runner.devices[0], entries)
     ones, data = stream.load_entries(entries, int(rt.MemoryType.DEVICE_LOCAL), usage)
-    assert np.all(np.frombuffer(_device_bytes(runner, ones), np.float32) == 1.0)
-    assert np.array_equal(np.frombuffer(_device_bytes(runner, data), np.float32), np.arange(MiB, dtype=np.float32))
+    assert np.all(np.frombuffer(device_bytes(runner, ones), np.float32) == 1.0)
+    assert np.array_equal(np.frombuffer(device_bytes(runner, data), np.float32), np.arange(MiB, dtype=np.float32))
     stopping = ParameterStream(runner.devices[0], entries, should_stop=lambda: True)
     with pytest.raises(RuntimeError, match="CANCELLED"):
         stopping.load_entries(entries[1:], int(rt.MemoryType.DEVICE_LOCAL), usage)

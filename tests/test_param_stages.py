@@ -14,12 +14,11 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
-from conftest import run_gputop
+from conftest import device_bytes, run_gputop
 from gputop.core.module.devices import resolve_device
 from gputop.core.params.archive import (
     TensorSpec,
@@ -78,21 +77,6 @@ def make_cold(path: Path) -> None:
 def make_warm(path: Path) -> None:
     path.read_bytes()
     assert resident_share(path, windows=0) == 1.0
-
-
-def device_bytes(runner: IreeModuleRun, buffer: Any) -> bytes:
-    import iree.runtime as rt
-
-    device = runner.devices[0]
-    staging = device.allocator.allocate_buffer(
-        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
-        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
-        allocation_size=buffer.byte_length(),
-    )
-    semaphore = device.create_semaphore(0)
-    device.queue_copy(buffer, staging, [(semaphore, 0)], [(semaphore, 1)])
-    semaphore.wait(1)
-    return staging.map().asarray([buffer.byte_length()], np.dtype(np.uint8)).tobytes()
 
 
 def load_whole(path: Path, options: StreamOptions) -> tuple[ParameterStages, list[bytes], ParameterStream]:
