@@ -31,6 +31,7 @@ from typing import Any
 
 import aiohttp_jinja2
 from aiohttp import WSMsgType, web
+from textual_serve import download_manager
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
@@ -42,6 +43,7 @@ from gputop.tui.ending import PARENT_ENV, SignalEnding
 __all__ = ["RunServer"]
 
 TOKEN_COOKIE = "gputop_token"
+DOWNLOAD_CHUNK_S = 30  # how long a download waits for each chunk from its viewer before ending it empty
 HEARTBEAT_S = 5.0  # a browser that vanished without closing its socket is noticed within two of these
 VIEWER_QUIT_S = 3.0  # a viewer asked to quit gets this long before it is killed
 ENGINE_STOP_S = 12.0  # the engine's own ending (report, manifest) gets this long after SIGTERM
@@ -80,6 +82,10 @@ class RunServer(Server):
         token: str | None,
     ) -> None:
         super().__init__("gputop attach", host=host, port=port, title="gputop", public_url=public_url)
+        # textual-serve gives a viewer 4 s per chunk, then ends the download with an empty body: a report or
+        # screenshot asked for while the engine keeps a loaded host's cores busy can miss that (seen: an empty
+        # SVG on a 2-core CI machine). Its downloads read this module global on every chunk.
+        download_manager.DOWNLOAD_TIMEOUT = DOWNLOAD_CHUNK_S
         self.folder = folder
         self.engine_command = engine
         self.given_public_url = public_url

@@ -15,7 +15,8 @@ log() { echo "[issue34 $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
 ins() { for i in "$D/$1"_in*.npy; do printf -- '--input @%s ' "$i"; done; }
 log "start; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 # shellcheck disable=SC2046
-gputop run "$D/mlp_cuda.vmfb" --device cuda --function mlp $(ins mlp) -n 100000000 --quiet \
+# python3 itself, not the `gputop` shell function: $! must be the process that holds the GPU, so the kill ends it
+python3 -m gputop.tui run "$D/mlp_cuda.vmfb" --device cuda --function mlp $(ins mlp) -n 100000000 --quiet \
   --session-dir "$OUT_DIR/busy-neighbour" > /dev/null 2>&1 &
 NEIGHBOUR=$!
 sleep 15
@@ -34,6 +35,7 @@ timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_neighbours.py -k
   > "$OUT_DIR/pytest.txt" 2>&1; log "pytest exit $? ($(tail -1 "$OUT_DIR/pytest.txt"))"
 kill "$NEIGHBOUR"; wait "$NEIGHBOUR" 2>/dev/null
 sleep 3
+log "neighbour ended; nvidia-smi sees: $(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader | tr '\n' ' ')"
 # shellcheck disable=SC2046
 timeout 200 python3 -m gputop.tui run "$D/mm2_cuda.vmfb" --device cuda --function mm2 $(ins mm2) -n 2000 --profile \
   --json "$OUT_DIR/alone.json" > "$OUT_DIR/alone.txt" 2>&1; log "alone run exit $?"

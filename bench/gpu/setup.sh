@@ -1,6 +1,6 @@
 # Source this on the GPU machine, from the repository root: gputop and its runtime from the carried
 # wheels (.whl) and Vulkan loaders (.gl), NVIDIA's Vulkan ICD and OpenCL ICD, no compiler there.
-#   carry: .whl .gl .device     then:  source bench/gpu/setup.sh
+#   carry: .whl .gl .device (and .whl-cuda, .whl-test: pytest for the GPU tests)     then:  source bench/gpu/setup.sh
 # Facts behind each line: ../shared/PLATFORM.md and the device tool's README.
 # .gl holds Debian bookworm's libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libgles2 libopengl0 and libx11-6
 # libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libxext6 (`apt-get download`): with only the first three, the
@@ -8,7 +8,7 @@
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 # A warm machine keeps /tmp between calls: install once.
-[ -d /tmp/site/iree/_runtime_libs ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl $(ls .whl-cuda/*.whl 2>/dev/null) \
+[ -d /tmp/site/iree/_runtime_libs ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl $(ls .whl-cuda/*.whl .whl-test/*.whl 2>/dev/null) \
   || { echo "gpu setup: wheels did not install"; return 1 2>/dev/null || exit 1; }
 # gputop itself, as the namespace package gputop.core / gputop.tui over this checkout (no build step there).
 mkdir -p /tmp/site/gputop
