@@ -40,12 +40,15 @@ def test_pass_reports_its_cost_against_the_tools_unprofiled_calls(tmp_path: Path
     profile = report["profile"]
     overhead = profile["overhead"]
     assert set(overhead) == KEYS
-    # The unprofiled side is the tool's own unprofiled run, as many calls as the pass, kept in the session.
-    assert overhead["unprofiled_calls"] == profile["calls"] == 30
-    assert "separate unprofiled run of the same tool" in overhead["method"]
-    (timings,) = Path(report["session_dir"]).glob("profile-*-unprofiled.json")
-    unprofiled = benchmark_call_ms(timings)
-    assert len(unprofiled) == 30
+    # The unprofiled side is the tool's own unprofiled runs, one just before the pass and one just after, as
+    # many calls each as the pass, kept in the session.
+    assert profile["calls"] == 30 and overhead["unprofiled_calls"] == 60
+    assert "separate unprofiled runs of the same tool" in overhead["method"]
+    (before,) = Path(report["session_dir"]).glob("profile-*-unprofiled-before.json")
+    (after,) = Path(report["session_dir"]).glob("profile-*-unprofiled-after.json")
+    assert before.stat().st_mtime <= after.stat().st_mtime
+    unprofiled = benchmark_call_ms(before) + benchmark_call_ms(after)
+    assert len(unprofiled) == 60
     assert overhead["unprofiled_mean_ms"] == pytest.approx(statistics.fmean(unprofiled))
     assert overhead["profiled_mean_ms"] == pytest.approx(profile["call_wall_ms"])
     assert overhead["ratio"] == pytest.approx(overhead["profiled_mean_ms"] / overhead["unprofiled_mean_ms"])

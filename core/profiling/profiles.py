@@ -70,9 +70,11 @@ PROFILING_MODES = {
     "local-sync": "host-execution,queue-events,memory-events",
 }
 # iree-benchmark-module begins profiling with its device, before its first call: none of its calls is unprofiled.
+# Two runs, one on each side of the pass: a GPU's clocks and caches drift from one tool run to the next (the
+# first of a series ran slower on an H200), and the mean of a run before and one after cancels a steady drift.
 UNPROFILED_TOOL_METHOD = (
-    "a separate unprofiled run of the same tool: {calls} calls of iree-benchmark-module without profiling, "
-    "just before the pass (the tool profiles every call it makes once profiling is on)"
+    "separate unprofiled runs of the same tool: {calls} calls of iree-benchmark-module without profiling, "
+    "half just before the pass and half just after (the tool profiles every call it makes once profiling is on)"
 )
 TIMING = {
     "dispatch_event": "device timestamps",
@@ -439,20 +441,25 @@ def profile_with_ireeprof(
     command = [*profiled, *timed_repetitions(calls, timings)]
     log = out_dir / f"{stem}.log"
     unprofiled_ms: list[float] = []
-    if with_overhead:
-        # The same command with its profiling flags taken out: the two runs differ in profiling alone (and in
-        # the call marks, which the pass's cost includes).
-        unprofiled_timings, unprofiled_log = out_dir / f"{stem}-unprofiled.json", out_dir / f"{stem}-unprofiled.log"
-        unprofiled = [arg for arg in profiled if not arg.startswith("--device_profiling_")]
+    # The same command with its profiling flags taken out: the runs differ in profiling alone (and in the call
+    # marks, which the pass's cost includes).
+    unprofiled = [arg for arg in profiled if not arg.startswith("--device_profiling_")]
+
+    def unprofiled_run(side: str) -> list[float]:
+        timings_path, log_path = out_dir / f"{stem}-unprofiled-{side}.json", out_dir / f"{stem}-unprofiled-{side}.log"
         output, code = run_logged(
-            [*unprofiled, *timed_repetitions(calls, unprofiled_timings)], unprofiled_log, cancel,
-            what="the unprofiled run",
+            [*unprofiled, *timed_repetitions(calls, timings_path)], log_path, cancel,
+            what=f"the unprofiled run {side} the pass",
         )  # fmt: skip
         if code != 0:
             raise ProfileError(
-                f"the unprofiled run failed: {last_line(output) or f'exit {code}'}", log_path=str(unprofiled_log)
+                f"the unprofiled run {side} the pass failed: {last_line(output) or f'exit {code}'}",
+                log_path=str(log_path),
             )
-        unprofiled_ms = benchmark_call_ms(unprofiled_timings)
+        return benchmark_call_ms(timings_path)
+
+    if with_overhead:
+        unprofiled_ms += unprofiled_run("before")
     # Call marks: where each call starts and ends, so nothing of a call is left outside the records.
     library, no_marks = marks_library()
     marks = out_dir / f"{stem}-marks.txt"
@@ -460,6 +467,8 @@ def profile_with_ireeprof(
     output, code = run_logged(command, log, cancel, what="the profiling run", env=env)
     if code != 0:
         raise ProfileError(f"the profiling run failed: {last_line(output) or f'exit {code}'}", log_path=str(log))
+    if with_overhead:
+        unprofiled_ms += unprofiled_run("after")
     records = decode_bundle(bundle)
     events = records.dispatches
     walls = benchmark_call_ms(timings)
