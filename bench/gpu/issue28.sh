@@ -9,7 +9,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
-D=.device/perturb
+D=${ISSUE28_BUNDLE:-.device/perturb}  # .device/issue19 for the light ResNet-50 (resnet50-cuda, resnet50-vulkan)
 OUT_DIR="${OUT:-/tmp/out}/issue28"
 mkdir -p "$OUT_DIR"
 log() { echo "[issue28 $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }

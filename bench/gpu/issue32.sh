@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue #32 on the GPU machine: the 16 GiB, 256-tensor archive onto cuda and vulkan, warm and cold, with the
+# references measured in the same run (pinned and pageable host-to-device copies; with a cold cache, a plain
+# O_DIRECT sequential read of the file) and the streamed loader's stage timings. Under 9 minutes.
+#   carry: .whl .whl-cuda .gl .device/common .device/issue32     then:  bash bench/gpu/issue32.sh [cuda|vulkan ...]
+# Needs .device/issue32 from `python bench/prepare_params_bundle.py .device/issue32 --shapes 256x16
+# --targets cuda,vulkan` (the head modules; the archive is written here). Results: $OUT/issue32.tgz.
+set -u
+cd "$(dirname "$0")/../.."
+source bench/gpu/setup.sh >/dev/null
+R=/tmp/issue32-results
+DATA=/tmp/params32
+ARCHIVE=$DATA/model_256x16.irpa
+V=.device/issue32
+rm -rf "$R"; mkdir -p "$R" "$DATA"
+say() { echo "[issue32 $(date +%T)] $*" | tee -a "$R/summary.txt"; }
+say "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader)"
+say "disk: $(df -h "$DATA" | tail -1)"
+if [ ! -f "$ARCHIVE" ]; then
+  timeout 150 python3 - "$ARCHIVE" >> "$R/summary.txt" 2>&1 << 'PY'
+import sys, time
+from pathlib import Path
+from gputop.core.params.archive import model_layout, write_irpa
+started = time.perf_counter()
+write_irpa(Path(sys.argv[1]), model_layout(256, 16 * 2**30), writers=16)
+print(f"archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s")
+PY
+fi
+for dev in "${@:-cuda vulkan}"; do
+  for one in $dev; do
+    paths=streamed,mmap,file_async
+    [ "$one" = vulkan ] && paths=streamed,file_async
+    timeout 280 python3 bench/params.py --timeout 120 --device "$one" --tensors 256 --gib 16 --archive "$ARCHIVE" \
+      --vmfb "$V/head_256x16g_$one.vmfb" --paths "$paths" --cache warm,cold --reference \
+      --json "$R/${one}_256x16.json" >> "$R/params_$one.log" 2>&1
+    say "params $one: exit $?"
+    grep -h "GB/s\|stages\|reference\|direct" "$R/params_$one.log" | tail -30 | tee -a "$R/summary.txt"
+  done
+done
+tar czf "${OUT:-/tmp}/issue32.tgz" -C "$R" .
