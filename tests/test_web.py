@@ -29,7 +29,7 @@ from typing import Any
 import aiohttp
 import psutil
 import pytest
-from web_client import Viewer, plain
+from web_client import Viewer, plain, words
 
 from conftest import assert_one_line_error, end_child, free_port, poll, processes_naming, run_gputop, spawn_gputop
 
@@ -267,7 +267,7 @@ async def test_a_browsers_keys_reach_the_engine_in_its_own_process(web: Web) -> 
         await viewer.press("p")
         assert await viewer.read_until(lambda v: "matmul_256x1024x1024" in plain(v.screen), timeout=180)
         await viewer.press("r")
-        assert await viewer.read_until(lambda v: "reload it there" in plain(v.screen), timeout=30)
+        assert await viewer.read_until(lambda v: "reload it there" in words(v.screen), timeout=30)
         assert ask(folder, "hello")["state"] == "running"
 
 

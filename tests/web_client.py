@@ -25,6 +25,12 @@ def plain(screen: str) -> str:
     return ANSI.sub("", screen)
 
 
+def words(screen: str) -> str:
+    """The screen's text as one line of words: a Log line that wraps ("... reload it │ │there") reads whole again,
+    wherever its wrap falls (it moves with the length of a pid in the line)."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", plain(screen)).split())
+
+
 class Viewer:
     """One websocket to `gputop web`: the screen text so far and the meta messages seen."""
 
