@@ -24,6 +24,7 @@ KEYS = (
     ("q", "quit (stops the engine, restores the terminal)"),
     ("space", "pause / resume the calls"),
     ("p", "profile now: per-dispatch device times"),
+    ("n", "counters: one call's hardware counters per kernel (Nsight Compute, CUDA)"),
     ("t", "timeline: where the median profiled call's time goes"),
     ("c", "RenderDoc capture of the next call (Vulkan)"),
     ("o", "open the selected capture in qrenderdoc (enter: its dispatch list)"),
