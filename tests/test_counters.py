@@ -46,8 +46,9 @@ from gputop.core.snapshot import (
     Phases,
     ProfileSummary,
     RunSnapshot,
+    to_json,
 )
-from gputop.core.store.replay import value_from_json
+from gputop.core.store.replay import snapshot_from_json, value_from_json
 from gputop.core.store.report import snapshot_report
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
@@ -264,6 +265,12 @@ def test_a_run_with_no_profile_gets_the_counters_own_table() -> None:
     for kernel in joined.kernels:
         assert kernel.work_source == "counters" and kernel.estimate_source == "name"
         assert kernel.flops == kernel.estimate_flops and kernel.pct_peak_compute is not None
+
+
+def test_a_recorded_measured_run_opens_as_it_was() -> None:
+    """samples.jsonl keeps the counters (gputop open, gputop attach's fallback read them back whole)."""
+    snapshot = h200_snapshot()
+    assert snapshot_from_json(json.loads(json.dumps(to_json(snapshot)))) == snapshot
 
 
 def test_the_report_and_its_printout_say_the_pass() -> None:
