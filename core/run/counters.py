@@ -44,6 +44,9 @@ __all__ = ["CALLS", "CountersRunner"]
 
 CALLS = 1  # calls of the module one pass profiles: ncu replays each kernel of it as often as its counters need
 IMPORT_TIMEOUT_S = 300.0
+# ncu replays every kernel of the call as often as its counters need: a large model takes minutes, but a pass
+# that never ends (ncu waiting on another profiler's lock) would refuse every later one as "already running".
+PASS_TIMEOUT_S = 1800.0
 PAGES = ("raw", "details")
 
 
@@ -120,7 +123,7 @@ class CountersRunner:
         log = folder / f"{stem}.log"
         ctx.state.event("info", f"counters: one call under {source} on {self._device.id}...")
         started = time.monotonic()
-        output, code = run_logged(command, log, ctx.controls.stop_event, what="ncu")
+        output, code = run_logged(command, log, ctx.controls.stop_event, timeout_s=PASS_TIMEOUT_S, what="ncu")
         failure = ncu_failure(output, code)
         report = folder / f"{stem}.ncu-rep"
         text = {"raw": "", "details": ""}
