@@ -36,7 +36,11 @@ from gputop.core.profiling.ncu import (
 )
 from gputop.core.profiling.work import ModuleWork, module_work
 from gputop.core.run import RunConfig, Session
-from gputop.core.run.requests import why_no_counters
+from gputop.core.run.counters import CountersRunner
+from gputop.core.run.flow import RunContext
+from gputop.core.run.profiling import ProfilePasses
+from gputop.core.run.requests import Controls, why_no_counters
+from gputop.core.run.state import RunState
 from gputop.core.run.viewer_ops import answer
 from gputop.core.snapshot import (
     CallStats,
@@ -50,6 +54,7 @@ from gputop.core.snapshot import (
 )
 from gputop.core.store.replay import snapshot_from_json, value_from_json
 from gputop.core.store.report import snapshot_report
+from gputop.core.store.writer import SessionWriter
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
 from gputop.tui.panes.kernels import KernelsPane
@@ -310,6 +315,30 @@ def test_why_no_counters_says_what_there_is_instead(monkeypatch: pytest.MonkeyPa
     assert why_no_counters(snapshot_on(cuda), "iree", PERMISSION) == PERMISSION  # met once: said again at once
     monkeypatch.setenv(NCU_ENV, "/nonexistent/ncu")
     assert (why_no_counters(snapshot_on(cuda), "iree") or "").startswith(f"{NCU_ENV}=/nonexistent/ncu")
+
+
+def test_a_pass_that_finds_no_ncu_says_so_on_its_own_thread(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The runner's own path (the pass itself, not its refusal): ncu gone between the request and the pass."""
+    monkeypatch.setenv(NCU_ENV, "/nonexistent/ncu")
+    config = RunConfig(target="demo:mlp", session_dir=tmp_path)
+    writer = SessionWriter(tmp_path, to_json(config))
+    state = RunState(config.target, tmp_path, writer)
+    ctx = RunContext(config, state, Controls(), tmp_path)
+    cuda = DeviceInfo("cuda:0", "cuda", "NVIDIA H200", None, ("--iree-hal-target-device=cuda",), True)
+    vmfb = tmp_path / "mlp_cuda.vmfb"
+    runner = CountersRunner(ctx, cuda, vmfb, ProfilePasses(ctx, [cuda], vmfb).rate_alone)
+    try:
+        runner.start("mlp", ["@in0.npy"])
+        assert runner.wait(60)
+        snapshot = state.snapshot
+        assert not snapshot.counting and snapshot.counters_pass is not None
+        assert (snapshot.counters_pass.error or "").startswith(f"{NCU_ENV}=/nonexistent/ncu: no such executable")
+        assert snapshot.counters_pass.kernels == () and snapshot.profile is None
+        warnings = [e.message for e in snapshot.events if e.level == "warning"]
+        assert warnings == [f"counters: {snapshot.counters_pass.error}"]
+        assert runner.refusal is None  # ncu may come back: the next pass looks again
+    finally:
+        writer.close(None, state="stopped", exit_code=0, published=state.published)
 
 
 def test_gputop_run_counters_on_the_cpu_says_why_and_exits_as_profile_does(opencl_device: str) -> None:

@@ -37,7 +37,7 @@ from gputop.core.profiling.ncu import (
 )
 from gputop.core.profiling.profiles import pass_stem
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import CountersPass, DeviceInfo, ProfileSummary
+from gputop.core.snapshot import CountersPass, DeviceInfo, KernelCounters, ProfileSummary
 from gputop.core.units import seconds
 
 __all__ = ["CALLS", "CountersRunner"]
@@ -87,25 +87,27 @@ class CountersRunner:
             result = self._measure(function, input_args)
         except Interrupted:
             state.event("info", "counters: stopped with the run")
+            state.set_counting(False)
             return
         except (GputopError, OSError) as exc:
             log = exc.log_path if isinstance(exc, GputopError) else None
             result = CountersPass(source="ncu", command="", wall_s=0.0, calls=0, log_path=log, error=str(exc))
         except Exception as exc:  # a gputop bug on this thread: said, never a thread that dies in silence
             result = CountersPass(source="ncu", command="", wall_s=0.0, calls=0, error=f"internal error: {exc}")
-        finally:
+        try:
+            result = replace(result, live_calls=state.call_count() - calls_before)
+            table = summary_from_counters(result.kernels, self._device.id) if result.kernels else None
+            state.set_counters(result, self._rate(table) if table is not None else None)
+            self._say(result)
+        finally:  # the result is in the state before the pass reads as over: a face waiting on it sees both at once
             state.set_counting(False)
-        result = replace(result, live_calls=state.call_count() - calls_before)
-        alone = None
-        if result.kernels:
-            table = summary_from_counters(result.kernels, self._device.id)
-            alone = self._rate(table) if table is not None else None
-        state.set_counters(result, alone)
-        self._say(result)
-        state.publish(force=True)
 
     def _measure(self, function: str, input_args: list[str]) -> CountersPass:
         """One call under ncu, then its report's raw and details pages read back.
+
+        What ncu says went wrong (`ncu_failure`) is the pass's error only where its report holds no
+        kernel: a kernel it could not profile, or a complaint on its way out, does not lose the others
+        (it is said in the log).
 
         Raises:
             ProfileError: ncu is not there (it went since the request), or its report cannot be read.
@@ -124,27 +126,30 @@ class CountersRunner:
         ctx.state.event("info", f"counters: one call under {source} on {self._device.id}...")
         started = time.monotonic()
         output, code = run_logged(command, log, ctx.controls.stop_event, timeout_s=PASS_TIMEOUT_S, what="ncu")
-        failure = ncu_failure(output, code)
+        problem = ncu_failure(output, code)
         report = folder / f"{stem}.ncu-rep"
-        text = {"raw": "", "details": ""}
-        if failure is None:
-            for page in PAGES:
-                text[page] = _import_page(ncu, report, page, folder / f"{stem}-{page}.csv")
+        kernels: tuple[KernelCounters, ...] = ()
+        if report.is_file() and problem != PERMISSION:
+            try:
+                raw, details = (_import_page(ncu, report, page, folder / f"{stem}-{page}.csv") for page in PAGES)
+                kernels = read_counters(raw, details, source)
+            except ProfileError:
+                if problem is None:
+                    raise
         wall = time.monotonic() - started
-        kernels = read_counters(text["raw"], text["details"], source) if failure is None else ()
-        if failure is None and not kernels:
-            failure = f"ncu's report {report.name} holds no kernel counters"
-        if failure == PERMISSION:
-            self.refusal = failure
+        if problem == PERMISSION:
+            self.refusal = problem
+        if kernels and problem:
+            ctx.state.event("warning", f"counters: {problem} (the kernels it measured are kept)", str(log))
         return CountersPass(
             source=source,
             command=shlex.join(command),
             wall_s=wall,
             calls=CALLS,
             kernels=kernels,
-            report_path=str(report) if report.exists() else None,
+            report_path=str(report) if report.is_file() else None,
             log_path=str(log),
-            error=failure,
+            error=None if kernels else problem or f"ncu's report {report.name} holds no kernel counters",
         )
 
     def _say(self, result: CountersPass) -> None:
