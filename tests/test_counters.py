@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from gputop.core.profiling.ncu import (
     find_ncu,
     ncu_failure,
     newest,
+    one_call_command,
     parse_version,
 )
 from gputop.core.profiling.work import ModuleWork, module_work
@@ -200,6 +202,33 @@ def test_the_command_keeps_the_run_s_clock_and_caches() -> None:
     metrics = (NCU / "metrics.txt").read_text().strip().split(",")
     assert set(metrics) < set(METRICS)  # what was captured, plus the tensor path's counters
     assert "sm__ops_path_tensor_src_bf16_dst_fp32.sum" in METRICS
+
+
+def test_the_call_ncu_wraps_runs_the_module_with_its_inputs_and_parameters(tmp_path: Path) -> None:
+    """The part of the command that needs no ncu, run here on the CPU: IREE's iree-run-module making the call
+    with the run's inputs as .npy files and its parameter file in the `model` scope."""
+    import iree.runtime as rt
+    import numpy as np
+    from test_params import SCALE_MLIR
+
+    vmfb = compile_module(Path("scale.mlir"), LOCAL_FLAGS, source_bytes=SCALE_MLIR.encode()).vmfb_path
+    index = rt.ParameterIndex()
+    index.add_buffer("weight", np.arange(1, 9, dtype=np.float32).tobytes())
+    archive = tmp_path / "weights.irpa"
+    index.create_archive_file(str(archive))
+    np.save(tmp_path / "input0.npy", np.full(8, 2.0, dtype=np.float32))
+    cpu = DeviceInfo("local-task", "local-task", "CPU", None, (), True, kind="cpu")
+    call = one_call_command(vmfb, cpu, "scale", [f"@{tmp_path / 'input0.npy'}"], [archive])
+    assert (
+        call[1:3] == ["--device=local-task", f"--parameters=model={archive}"]
+        and call[-1] == "--output_max_element_count=0"
+    )
+    done = subprocess.run(call, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    without = subprocess.run(
+        [arg for arg in call if not arg.startswith("--parameters")], capture_output=True, text=True
+    )
+    assert without.returncode != 0  # the parameter flag is what gave the module its weights
 
 
 # -- joined to the Kernels table --------------------------------------------------------------------------

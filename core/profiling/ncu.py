@@ -120,11 +120,15 @@ def ncu_version(ncu: str) -> str | None:
     return parse_version(proc.stdout)
 
 
-def one_call_command(vmfb: Path, device: DeviceInfo, function: str, input_args: Sequence[str]) -> list[str]:
-    """IREE's `iree-run-module` making one call of `function` with the run's inputs, printing no outputs."""
+def one_call_command(
+    vmfb: Path, device: DeviceInfo, function: str, input_args: Sequence[str], parameters: Sequence[Path] = ()
+) -> list[str]:
+    """IREE's `iree-run-module` making one call of `function` with the run's inputs (and parameter files, in
+    the `model` scope the run gives them), printing no outputs."""
     return [
         runtime_tool("iree-run-module"),
         f"--device={device_uri(device)}",
+        *[f"--parameters=model={path}" for path in parameters],
         f"--module={vmfb}",
         f"--function={function}",
         *[f"--input={arg}" for arg in input_args],

@@ -64,11 +64,11 @@ class CountersRunner:
         self._thread: threading.Thread | None = None
         self.refusal: str | None = None  # what every later pass would meet too
 
-    def start(self, function: str, input_args: list[str]) -> None:
+    def start(self, function: str, input_args: list[str], parameters: list[Path] | None = None) -> None:
         """Begin a pass (the caller checked `why_no_counters`); returns at once."""
         self._ctx.state.set_counting(True)
         self._thread = threading.Thread(
-            target=self._run, args=(function, input_args), name="gputop-counters", daemon=True
+            target=self._run, args=(function, input_args, parameters or []), name="gputop-counters", daemon=True
         )
         self._thread.start()
 
@@ -80,11 +80,11 @@ class CountersRunner:
         thread.join(timeout)
         return not thread.is_alive()
 
-    def _run(self, function: str, input_args: list[str]) -> None:
+    def _run(self, function: str, input_args: list[str], parameters: list[Path]) -> None:
         state = self._ctx.state
         calls_before = state.call_count()
         try:
-            result = self._measure(function, input_args)
+            result = self._measure(function, input_args, parameters)
         except Interrupted:
             state.event("info", "counters: stopped with the run")
             state.set_counting(False)
@@ -102,7 +102,7 @@ class CountersRunner:
         finally:  # the result is in the state before the pass reads as over: a face waiting on it sees both at once
             state.set_counting(False)
 
-    def _measure(self, function: str, input_args: list[str]) -> CountersPass:
+    def _measure(self, function: str, input_args: list[str], parameters: list[Path]) -> CountersPass:
         """One call under ncu, then its report's raw and details pages read back.
 
         What ncu says went wrong (`ncu_failure`) is the pass's error only where its report holds no
@@ -121,7 +121,8 @@ class CountersRunner:
         source = f"ncu {version}" if version else "ncu"
         folder = ctx.session_dir
         stem = pass_stem(folder, "counters")
-        command = counters_command(ncu, one_call_command(self._vmfb, self._device, function, input_args), folder / stem)
+        call = one_call_command(self._vmfb, self._device, function, input_args, parameters)
+        command = counters_command(ncu, call, folder / stem)
         log = folder / f"{stem}.log"
         ctx.state.event("info", f"counters: one call under {source} on {self._device.id}...")
         started = time.monotonic()

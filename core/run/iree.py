@@ -235,7 +235,8 @@ class IreeFlow:
 
     def count(self) -> None:
         runner = self.runner
-        self._counters.start(self._ctx.state.function or runner.default_function(), self._tool_inputs())
+        function = self._ctx.state.function or runner.default_function()
+        self._counters.start(function, self._tool_inputs(), self.parameter_files())
 
     def counters_refusal(self) -> str | None:
         return self._counters.refusal
