@@ -433,9 +433,9 @@ async def test_the_kernels_pane_shows_what_was_measured_at_80x24() -> None:
         await pilot.pause(0.3)
         table = app.query_one("#kernels-table")
         shown = table.shown  # type: ignore[attr-defined]
-        assert {"kernel", "avg", "vs est", "occ", "DRAM"} <= set(shown) and "min" not in shown, shown
+        assert {"kernel", "avg", "FLOP", "vs est", "occ", "DRAM"} <= set(shown) and "min" not in shown, shown
         cells = table.row_cells("mlp_dispatch_0_matmul_256x1024x1024_f32")  # type: ignore[attr-defined]
-        assert (cells["vs est"], cells["occ"]) == ("1.00x", "12.5%"), cells
+        assert (cells["FLOP"], cells["vs est"], cells["occ"], cells["DRAM"]) == ("537", "1.00x", "12%", "1.54"), cells
         verdict = str(app.query_one("#kernels-verdict").render())
         assert verdict.startswith("ncu on ") and "grid is too small" in verdict
         summary = str(app.query_one("#kernels-summary").render())

@@ -11,9 +11,9 @@ against the baseline's (`-31%`, or `~` within the baseline's own spread).
 A kernel whose work was read from its dispatch name, not counted from its IR
 (a `.vmfb` without executable sources), is marked `*` and a note below the
 table says what that means. After a counters pass (`n`, Nsight Compute) the
-rates are the measured ones, and three columns come in ahead of min and max:
-`vs est` (measured FLOPs over the estimate), `occ` (achieved occupancy) and
-`DRAM` (bytes DRAM served); one line below the table gives ncu's verdict on
+rates are the measured ones, and four columns come in ahead of min and max:
+`FLOP` (measured, per launch), `vs est` (that over the estimate), `occ`
+(achieved occupancy) and `DRAM` (bytes DRAM served); one line below the table gives ncu's verdict on
 the kernel under the cursor.
 """
 
@@ -66,7 +66,8 @@ COLUMNS = (
     Column("max", 2),
     Column("share", 1),
     Column("vs base", -1),  # shown (priority 1) only while there is a baseline
-    Column("vs est", -1),  # these three only once a counters pass measured them (MEASURED)
+    Column("FLOP", -1),  # these four only once a counters pass measured them (MEASURED)
+    Column("vs est", -1),
     Column("occ", -1),
     Column("DRAM", -1),
     Column("p50", 5),
@@ -77,8 +78,8 @@ COLUMNS = (
 )
 
 # With counters, what they measured matters more than the spread of the times: min and max give way first.
-MEASURED = {"vs est": 1, "occ": 2, "DRAM": 2, "min": 3, "max": 3}
-UNMEASURED = {"vs est": -1, "occ": -1, "DRAM": -1, "min": 2, "max": 2}
+MEASURED = {"FLOP": 1, "vs est": 1, "occ": 2, "DRAM": 2, "min": 3, "max": 3}
+UNMEASURED = {"FLOP": -1, "vs est": -1, "occ": -1, "DRAM": -1, "min": 2, "max": 2}
 COUNTING = "measuring counters: one call under Nsight Compute, in another process..."
 
 
@@ -237,9 +238,10 @@ def kernel_rows(
         ("FLOP/s", [k.achieved_tflops * 1e12 if k.achieved_tflops is not None else None for k in kernels]),
         ("B/s", [k.achieved_gbps * 1e9 if k.achieved_gbps is not None else None for k in kernels]),
         ("DRAM", [dram_bytes(k) for k in kernels]),
+        ("FLOP", [k.counters.flops if k.counters is not None else None for k in kernels]),
     ):
         prefixed, numeric[name] = column("", values, RATE)
-        labels[name] = f"DRAM {prefixed.strip()}B" if name == "DRAM" else f"{prefixed.strip()}{name}"  # kB; GFLOP/s
+        labels[name] = f"DRAM {prefixed.strip()}B" if name == "DRAM" else f"{prefixed.strip()}{name}"  # kB; MFLOP
     rows: dict[str, tuple[str | Text, ...]] = {}
     for index, kernel in enumerate(kernels):
         mark = f" {NAME_MARK}" if name_marked(to_json(kernel)) else ""
@@ -251,8 +253,9 @@ def kernel_rows(
             numeric["max"][index],
             percent(kernel.share * 100),
             vs_base(kernel, baseline),
+            numeric["FLOP"][index],
             vs_estimate(kernel),
-            percent(kernel.counters.occupancy_pct) if kernel.counters is not None else "-",
+            percent(kernel.counters.occupancy_pct, 0) if kernel.counters is not None else "-",
             numeric["DRAM"][index],
             numeric["p50"][index],
             percent_of_bound(kernel, estimate),
