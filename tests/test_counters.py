@@ -17,8 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_neighbours import cuda_mlp
 
 from conftest import run_gputop, run_json
+from gputop.core import nvml
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
 from gputop.core.module.targets import LOCAL_FLAGS
@@ -420,6 +422,23 @@ async def test_n_in_the_tui_on_the_cpu_says_why() -> None:
         assert len(lines) == 1 and "hardware counters need Nsight Compute" in lines[0], lines
         assert "the CPU (local-task)" in lines[0]
         assert app.query_one(KernelsPane).has_class("front")  # as p does, n brings Kernels forward
+
+
+@pytest.mark.skipif(nvml.nvml_unavailable_reason() is not None, reason="needs an NVIDIA GPU with NVML")
+@pytest.mark.skipif(find_ncu()[0] is None, reason="needs Nsight Compute (ncu)")
+def test_a_counters_pass_on_the_gpu_measures_every_kernel() -> None:
+    """H100/H200 (bench/gpu/issue30.sh runs it): demo:mlp on CUDA, profiled and counted; FLOPs as the names say."""
+    proc, report = run_json(*cuda_mlp(), "-n", "5", "--profile", "--counters")
+    assert proc.returncode == 0, proc.stderr
+    counters = report["counters_pass"]
+    assert counters["error"] is None and counters["calls"] == 1 and counters["wall_s"] > 0, counters
+    assert counters["source"].startswith("ncu 20") and counters["unmatched"] == []
+    assert len(report["kernels"]) == 3
+    for kernel in report["kernels"]:
+        measured = kernel["counters"]
+        assert measured["source"] == counters["source"] and measured["verdict"], kernel["name"]
+        assert measured["flops"] == matmul_flops(kernel["name"]) == kernel["estimate_flops"], kernel["name"]
+        assert kernel["work_source"] == "counters" and measured["time_us"] > 0 and measured["sm_mhz"] > 0
 
 
 # -- what the faces draw of a measured run ------------------------------------------------------------------------

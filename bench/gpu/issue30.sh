@@ -5,10 +5,11 @@
 # each report as NAME.json and its printout as NAME.txt, the pass's wall time in log.txt. Then the counters
 # alone (no profile pass), the one-line refusals a GPU machine can show (a Vulkan run; GPUTOP_NCU pointing
 # nowhere), the measured-against-estimated tables (bench/counters_table.py), and the Kernels pane and the roofline
-# with measured points from the real app (scripts/screenshots.py --counters).
-#   carry: .whl .whl-cuda .gl .device     then:  bash bench/gpu/issue30.sh
+# with measured points from the real app (scripts/screenshots.py --counters), and the GPU test of
+# tests/test_counters.py where pytest is carried (.whl-test).
+#   carry: .whl .whl-cuda .whl-test .gl .device     then:  bash bench/gpu/issue30.sh
 # Results: $OUT/issue30/, all of it in $OUT/issue30.tgz (the device tool returns a few files a call: the folder
-# is moved out of $OUT once archived, and only log.txt, tables.md and the two SVGs are left beside the archive).
+# is moved out of $OUT once archived, and only log.txt, tables.md, pytest.txt and the two SVGs are left beside it).
 set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
@@ -77,12 +78,18 @@ if in_budget "screenshots"; then
     --device cuda $(ins mlp) --calls 30 --profile --counters --roofline >> "$OUT_DIR/screenshots.txt" 2>&1
   log "roofline screenshot: exit $?"
 fi
+# 6. The GPU test of tests/test_counters.py, where pytest was carried (.whl-test).
+if in_budget "pytest" && python3 -c "import pytest" 2> /dev/null; then
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_counters.py -k on_the_gpu -rs \
+    > "$OUT_DIR/pytest.txt" 2>&1
+  log "pytest exit $? ($(tail -1 "$OUT_DIR/pytest.txt"))"
+fi
 log "done in ${SECONDS}s"
 
 tar czf "$OUT_ROOT/issue30.tgz" -C "$OUT_ROOT" issue30
 KEEP=/tmp/issue30-results
 rm -rf "$KEEP" && mv "$OUT_DIR" "$KEEP" && mkdir -p "$OUT_DIR"
-for f in log.txt tables.md gputop-kernels-counters.svg gputop-roofline-counters.svg; do
+for f in log.txt tables.md gputop-kernels-counters.svg gputop-roofline-counters.svg pytest.txt; do
   [ -f "$KEEP/$f" ] && cp "$KEEP/$f" "$OUT_DIR/"
 done
 ls -la "$OUT_ROOT/issue30.tgz"
