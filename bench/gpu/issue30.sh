@@ -7,7 +7,10 @@
 # nowhere), the measured-against-estimated tables (bench/counters_table.py), and the Kernels pane and the roofline
 # with measured points from the real app (scripts/screenshots.py --counters), and the GPU test of
 # tests/test_counters.py where pytest is carried (.whl-test).
-#   carry: .whl .whl-cuda .whl-test .gl .device     then:  bash bench/gpu/issue30.sh
+#   carry: .whl .whl-cuda .whl-test .gl .device/perturb .device/issue19 .device/common
+#   then:  bash bench/gpu/issue30.sh
+# (the whole of .device no longer fits the device tool's 64 MiB beside the wheels: these three folders are what
+# this needs, about 63 MiB with the tracked tree; leave .whl-test out to save 0.6 MB, and the GPU test with it).
 # Results: $OUT/issue30/, all of it in $OUT/issue30.tgz (the device tool returns a few files a call: the folder
 # is moved out of $OUT once archived, and only log.txt, tables.md, pytest.txt and the two SVGs are left beside it).
 set -u
