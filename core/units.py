@@ -39,6 +39,7 @@ __all__ = [
     "check_tolerances",
     "clocks_text",
     "column",
+    "estimate_ratio",
     "fixed",
     "flop_per_byte",
     "gbps",
@@ -185,6 +186,13 @@ def watts(value: float | None) -> str:
 def percent(value: float | None, decimals: int = 1) -> str:
     """A share given in percent: `4.9%` (`-` when unknown, `0.0%` for -0.0004)."""
     return "-" if value is None else f"{fixed(value, decimals)}%"
+
+
+def estimate_ratio(measured: float | None, estimate: float | None) -> str:
+    """A measurement over its estimate: `1.00x`, `0.02x` (`-` where either is unknown or the estimate is 0)."""
+    if measured is None or not estimate:
+        return "-"
+    return f"{_three_digits(measured / estimate)}x"
 
 
 ABOVE_ESTIMATE = ">100%*"  # a share above an estimated ceiling: the ceiling, not the kernel, is off

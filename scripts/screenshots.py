@@ -6,7 +6,8 @@ SVG. Run by `make screenshots` on the CPU; the same script runs on a GPU
 machine (headless Textual needs no terminal). Never edit the SVGs by hand.
 
 Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task | --devices D1,D2]
-           [--input ...] [--calls 20] [--size 120x40] [--profile] [--press KEYS] [--roofline] [--warmup S]
+           [--input ...] [--calls 20] [--size 120x40] [--profile] [--counters] [--press KEYS] [--roofline]
+           [--warmup S]
 """
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ async def shoot(args: argparse.Namespace) -> None:
             while app.snapshot.profile is None and waited < args.timeout * 2:
                 await pilot.pause(0.2)
                 waited += 0.2
+        if args.counters and app.snapshot is not None and app.snapshot.state == "running":
+            await pilot.press("n")  # a counters pass beside the calls (CUDA): wait for its result
+            asked = waited
+            while waited < args.timeout * 3:
+                snap = app.snapshot
+                if snap is not None and not snap.counting and (snap.counters_pass is not None or waited - asked > 5):
+                    break  # measured, failed, or refused (never began: the Log says why)
+                await pilot.pause(0.2)
+                waited += 0.2
+            counters = app.snapshot.counters_pass if app.snapshot is not None else None
+            print(f"counters: {counters.error or counters.source if counters else 'none (refused: see the Log)'}")
         if args.press:
             await pilot.press(*args.press.split(","))
         if args.roofline:
@@ -71,6 +83,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--size", default="120x40")
     parser.add_argument("--profile", action="store_true", help="press p and wait for the kernel table")
+    parser.add_argument("--counters", action="store_true", help="then press n and wait for the counters pass")
     parser.add_argument("--press", help="keys to press before the screenshot, comma-separated (t: the Timeline)")
     parser.add_argument("--roofline", action="store_true", help="then press f: the roofline view")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up before a profile pass")

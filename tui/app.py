@@ -81,8 +81,9 @@ MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so
 TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
 # The footer's keys, most needed first: where they do not all fit (80 columns), the last go first. `?` lists all.
-FOOTER_KEEP = ("question_mark", "q", "p", "t", "f", "space", "l", "c", "d", "r", "e", "s")
-LIVE_ACTIONS = ("toggle_pause", "profile", "capture", "reload", "choose_device", "export")  # not on a recorded run
+FOOTER_KEEP = ("question_mark", "q", "p", "t", "f", "space", "l", "c", "n", "d", "r", "e", "s")
+# Not on a recorded run:
+LIVE_ACTIONS = ("toggle_pause", "profile", "counters", "capture", "reload", "choose_device", "export")
 
 PaneT = TypeVar("PaneT", bound=BoxPane)
 
@@ -113,6 +114,7 @@ class GputopApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("space", "toggle_pause", "Pause"),
         Binding("p", "profile", "Profile"),
+        Binding("n", "counters", "Counters"),
         Binding("t", "timeline", "Timeline"),
         Binding("c", "capture", "Capture"),
         Binding("o", "open_capture", "Open", show=False),
@@ -377,6 +379,12 @@ class GputopApp(App[int]):
         reason = self.source.request_profile()
         if reason:
             self.log_line("warning", f"profile: {reason}")
+
+    def action_counters(self) -> None:
+        self.bring_forward(KernelsPane.PANE_ID)
+        reason = self.source.request_counters()
+        if reason:
+            self.log_line("warning", f"counters: {reason}")
 
     def action_capture(self) -> None:
         self.bring_forward(CapturesPane.PANE_ID)

@@ -42,6 +42,7 @@ from gputop.core.snapshot import (
     CallSegment,
     CallStats,
     CaptureInfo,
+    CountersPass,
     DeviceInfo,
     DeviceMemory,
     Event,
@@ -63,6 +64,7 @@ from gputop.core.units import (
     RATE,
     TIME_US,
     column,
+    estimate_ratio,
     fixed,
     flop_per_byte,
     host_load_text,
@@ -100,6 +102,7 @@ __all__ = [
     "CallStats",
     "CaptureInfo",
     "Change",
+    "CountersPass",
     "DeviceInfo",
     "DeviceMemory",
     "EngineBridge",
@@ -121,6 +124,7 @@ __all__ = [
     "baseline_choices",
     "check_record",
     "column",
+    "estimate_ratio",
     "fixed",
     "flop_per_byte",
     "host_load_limit",
@@ -192,6 +196,9 @@ class SnapshotSource(Protocol):
 
     def request_capture(self) -> str | None:
         """Ask for a RenderDoc capture of the next call; returns why not, or None."""
+
+    def request_counters(self) -> str | None:
+        """Ask for a counters pass (Nsight Compute, beside the run); returns why not, or None."""
 
     def abandon(self, exit_code: int) -> None:
         """A second signal: write the run's record as interrupted now; the process leaves right after."""
@@ -349,6 +356,11 @@ class EngineBridge:
             return "start a run first"
         return self._session.request_capture(1)
 
+    def request_counters(self) -> str | None:
+        if self._session is None:
+            return "nothing to measure while idle"
+        return self._session.request_counters()
+
     def runnable_devices(self) -> list[DeviceInfo]:
         return [row for row in list_devices(IREE_BACKENDS) if row.runnable]
 
@@ -416,6 +428,9 @@ class ReplaySource:
         return RECORDED
 
     def request_capture(self) -> str | None:
+        return RECORDED
+
+    def request_counters(self) -> str | None:
         return RECORDED
 
     def refusal(self, action: str = "") -> str | None:

@@ -35,6 +35,7 @@ from gputop.core.units import (
     unchecked_outputs,
     work_lines,
 )
+from gputop.tui.counters_text import counters_lines
 
 __all__ = [
     "BREAKDOWN_ROWS",
@@ -311,6 +312,7 @@ def run_report(report: dict[str, Any]) -> str:
             lines.append(f"hint      {hint}")
         if profile.get("trace_path"):
             lines.append(f"trace     {profile['trace_path']} (open in Perfetto)")
+    lines.extend(counters_lines(report))
     for capture in report.get("captures") or []:
         lines.append(
             f"capture   {capture['path']} ({capture['bytes']} bytes, {capture['dispatches']} dispatches, "

@@ -225,6 +225,9 @@ class AttachSource:
     def request_capture(self) -> str | None:
         return self._reason("capture", calls=1)
 
+    def request_counters(self) -> str | None:
+        return self._reason("counters")
+
     def refusal(self, action: str = "") -> str | None:
         if action in ("pause", "export"):  # they go to the run over its control channel
             return None

@@ -375,15 +375,16 @@ def read_profile(path: Path, *, calls: int | None = None, device_id: str = "?") 
     )  # fmt: skip
 
 
-def pass_stem(folder: Path) -> str:
+def pass_stem(folder: Path, kind: str = "profile") -> str:
     """`profile-HHMMSS` (local time) for a new profile pass's files in `folder`, never one a pass has used.
 
     A second pass in the same second gets `profile-HHMMSS_2` (then `_3`...), so one never overwrites
-    another's files. A session runs its passes one after another, so looking is enough.
+    another's files. A session runs its passes one after another, so looking is enough. A counters
+    pass's files are `counters-HHMMSS` (`kind`).
     """
     stamp = time.strftime("%H%M%S")
     for attempt in range(1, 1000):
-        stem = f"profile-{stamp}" if attempt == 1 else f"profile-{stamp}_{attempt}"
+        stem = f"{kind}-{stamp}" if attempt == 1 else f"{kind}-{stamp}_{attempt}"
         if not any(folder.glob(f"{stem}[.-]*")):
             return stem
     raise ProfileError(f"{folder}: no free name for a profile pass's files")

@@ -41,6 +41,7 @@ __all__ = [
     "DispatchWork",
     "ModuleWork",
     "count_sources",
+    "kernel_key",
     "module_work",
     "read_work",
     "sources_dir_for",
@@ -125,14 +126,14 @@ class ModuleWork:
         found = self.dispatches.get(kernel)
         if found is not None:
             return found
-        wanted = _plain(kernel)
+        wanted = kernel_key(kernel)
         for name, work in self.dispatches.items():
-            if _plain(name) == wanted:
+            if kernel_key(name) == wanted:
                 return work
         return None
 
 
-def _plain(name: str) -> str:
+def kernel_key(name: str) -> str:
     """A backend may turn `$` or `.` in a symbol into `_`: compare names by their letters and digits."""
     return re.sub(r"[^0-9A-Za-z]+", "_", name)
 

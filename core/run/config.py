@@ -120,6 +120,7 @@ class RunConfig:
     profile_pass_calls: int | None = None  # gputop run --profile: calls in its pass (None: as many as iterations)
     warmup_s: float = 2.0  # before each profile pass: calls until the GPU clock is steady, at most this long
     params_mode: str = "auto"  # how parameters reach the device: auto | streamed | mmap | file_async
+    counters: bool = False  # one counters pass (Nsight Compute) after the steady calls (gputop run --counters)
 
     def __post_init__(self) -> None:
         if self.iterations is not None and self.iterations < 0:

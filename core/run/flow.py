@@ -3,7 +3,7 @@
 A run's calls go through one of three flows: IREE's Python runtime in this
 process, pyopencl, or IREE's shipped tools for multi-device GPU modules. The
 session drives each through the same `Flow` protocol with one call loop, so
-pause, stop, profile and capture behave the same everywhere. A flow sees its
+pause, stop, profile, capture and count behave the same everywhere. A flow sees its
 run only through a `RunContext`: the config, the state it reports to, the
 requests it honours and the session folder; never the session's insides.
 """
@@ -22,7 +22,7 @@ from gputop.core.run.requests import Controls, FlowKind
 from gputop.core.run.state import RunState
 from gputop.core.runners.memory import MemorySampler
 
-__all__ = ["Flow", "RunContext", "Uncapturable", "end_sampling", "timed_teardown"]
+__all__ = ["Flow", "RunContext", "Uncapturable", "Uncountable", "end_sampling", "timed_teardown"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,15 @@ class Flow(Protocol):
     def capture_ready(self) -> bool:
         """Whether RenderDoc is loaded and able to capture this run."""
 
+    def count(self) -> None:
+        """Start a counters pass on a thread of its own and return (asked only when `why_no_counters` allowed it)."""
+
+    def counters_refusal(self) -> str | None:
+        """What an earlier counters pass met that every later one would meet too, or None."""
+
+    def wait_counters(self, timeout: float | None = None) -> bool:
+        """Wait for the counters pass under way, if any; True once none is."""
+
     def close(self) -> None:
         """Release devices and helpers; called once, whatever happened before."""
 
@@ -83,3 +92,16 @@ class Uncapturable:
 
     def capture(self, calls: int) -> int:
         return 0
+
+
+class Uncountable:
+    """For flows whose runs Nsight Compute cannot measure: OpenCL, and multi-device runs of IREE's tools."""
+
+    def count(self) -> None:
+        raise RuntimeError("this run cannot have a counters pass (why_no_counters says why)")
+
+    def counters_refusal(self) -> str | None:
+        return None
+
+    def wait_counters(self, timeout: float | None = None) -> bool:
+        return True

@@ -94,6 +94,9 @@ class RunHost:
     def request_profile(self) -> str | None:
         return self.session.request_profile()
 
+    def request_counters(self) -> str | None:
+        return self.session.request_counters()
+
     def record_interrupted_now(self, exit_code: int) -> None:
         """A second signal: the current segment writes its ending now (see `Session.record_interrupted_now`)."""
         self.session.record_interrupted_now(exit_code)

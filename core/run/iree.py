@@ -4,7 +4,8 @@ Single-device modules, and multi-device modules on local devices, run through
 IREE's Python runtime in this process (`IreeModuleRun`). This flow times each
 phase, samples memory while it runs, checks the first call's outputs against
 their reference, and hands profile passes and RenderDoc captures the same
-runner the steady calls use.
+runner the steady calls use. A counters pass (CUDA) gets the module and the
+inputs the profiling tools get, and runs beside the calls in another process.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gputop.core.onnx.onnx_import import graph_signature, imported_interface, in
 from gputop.core.params.placement import check_placement, device_room
 from gputop.core.run.capture import RenderDocHook, timed
 from gputop.core.run.config import TargetKind
+from gputop.core.run.counters import CountersRunner
 from gputop.core.run.flow import RunContext, end_sampling, timed_teardown
 from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.profiling import ProfilePasses
@@ -33,6 +35,8 @@ from gputop.core.snapshot import OutputCheck
 from gputop.core.units import fixed, gbps, human_bytes
 
 __all__ = ["IreeFlow", "check_outputs", "save_inputs"]
+
+COUNTERS_STOP_S = 15.0  # how long a closing flow waits for its counters pass to see the stop
 
 
 def check_outputs(
@@ -83,6 +87,7 @@ class IreeFlow:
         self._runner: IreeModuleRun | None = None
         self._sampler: MemorySampler | None = None
         self._passes = ProfilePasses(ctx, module.devices, module.vmfb)
+        self._counters = CountersRunner(ctx, module.devices[0], module.vmfb, self._passes.rate_alone)
         self._input_args: list[str] | None = None
         self._fallback_said: str | None = None
 
@@ -228,6 +233,17 @@ class IreeFlow:
             call_once=runner.steady_call,
         )
 
+    def count(self) -> None:
+        runner = self.runner
+        function = self._ctx.state.function or runner.default_function()
+        self._counters.start(function, self._tool_inputs(), self.parameter_files())
+
+    def counters_refusal(self) -> str | None:
+        return self._counters.refusal
+
+    def wait_counters(self, timeout: float | None = None) -> bool:
+        return self._counters.wait(timeout)
+
     def _tool_inputs(self) -> list[str]:
         """The inputs for the profiling tool, written once per run."""
         if self._input_args is None:
@@ -244,6 +260,7 @@ class IreeFlow:
         return self._renderdoc.capture(timed(self.runner.steady_call), calls)
 
     def close(self) -> None:
+        self._counters.wait(COUNTERS_STOP_S)  # the run is stopping: ncu is being ended with it
         end_sampling(self._sampler, self._ctx.state)
         if self._runner is not None:
             timed_teardown(self._runner.close, self._ctx.state)

@@ -19,7 +19,7 @@ from gputop.core.module.devices import resolve_opencl_device
 from gputop.core.profiling.profiles import summarize_events
 from gputop.core.profiling.timeline import build_breakdown
 from gputop.core.run.config import TargetKind
-from gputop.core.run.flow import RunContext, Uncapturable, end_sampling, timed_teardown
+from gputop.core.run.flow import RunContext, Uncapturable, Uncountable, end_sampling, timed_teardown
 from gputop.core.run.state import PUBLISH_INTERVAL_S
 from gputop.core.runners.memory import MemorySampler
 from gputop.core.runners.opencl_runner import OpenCLCall, OpenCLRun
@@ -33,7 +33,7 @@ BREAKDOWN_SOURCE = "OpenCL event queued/submit/start/end times and the host's en
 BREAKDOWN_FIT = "device clock aligned per call to its first enqueue (error within that enqueue's host time)"
 
 
-class OpenCLFlow(Uncapturable):
+class OpenCLFlow(Uncapturable, Uncountable):
     """An OpenCL run spec on one OpenCL device."""
 
     kind = "opencl"

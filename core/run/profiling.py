@@ -227,6 +227,10 @@ class ProfilePasses:
         if warning:
             state.event("warning", f"profile: {warning}")
 
+    def rate_alone(self, summary: ProfileSummary) -> ProfileSummary:
+        """A kernel table no pass of this run made (a counters pass's own), rated as a pass is, without clocks."""
+        return self._rate(summary, [])
+
     def _rate(self, summary: ProfileSummary, passes: list[PassClocks]) -> ProfileSummary:
         """The summary's kernels against their work and the device's peaks at the passes' clocks."""
         if self._efficiency is None:

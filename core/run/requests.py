@@ -1,11 +1,11 @@
-"""Stop, pause, profile and capture: the requests a run takes, and why one is refused.
+"""Stop, pause, profile, capture and count: the requests a run takes, and why one is refused.
 
 Requests come from other threads (a key in the TUI, a signal, a scrape loop)
 and must never wait on a call in flight, so they are `threading.Event`s and a
-counter that the run's one call loop reads between calls. Why a profile pass or
-a capture cannot be taken is decided here, once, for `gputop run --profile`,
-`--capture`, the TUI's `p` and `c` and `gputop serve` alike, so they all say
-the same thing for the same condition.
+counter that the run's one call loop reads between calls. Why a profile pass,
+a capture or a counters pass cannot be taken is decided here, once, for
+`gputop run --profile`, `--capture`, `--counters`, the TUI's `p`, `c` and `n`
+and `gputop serve` alike, so they all say the same thing for the same condition.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from __future__ import annotations
 import threading
 
 from gputop.core.profiling.cupti import cupti_unavailable_reason
+from gputop.core.profiling.ncu import find_ncu
 from gputop.core.profiling.profiles import PROFILING_MODES
 from gputop.core.snapshot import RunSnapshot
 
-__all__ = ["Controls", "FlowKind", "why_no_capture", "why_no_profile"]
+__all__ = ["Controls", "FlowKind", "why_no_capture", "why_no_counters", "why_no_profile"]
 
 # Which flow runs the calls: in-process IREE, pyopencl, or IREE's shipped tools (multi-device GPUs).
 FlowKind = str
@@ -25,6 +26,13 @@ CAPTURE_ELSEWHERE = {
     "cuda": "use Nsight Systems or ncu for CUDA",
     "hip": "use rocprof for HIP",
     "opencl": "RenderDoc does not capture OpenCL",
+}
+NCU_NEEDS = "hardware counters need Nsight Compute and a CUDA device (an NVIDIA GPU)"
+# What a run that is not on CUDA has instead of the counters pass.
+COUNTERS_INSTEAD = {
+    "vulkan": "use the profile pass (p, --profile: device timestamps) or a RenderDoc capture (c, --capture)",
+    "hip": "use the profile pass (p, --profile: device timestamps)",
+    "local": "use the profile pass (p, --profile: each dispatch's execution on the CPU)",
 }
 
 
@@ -48,6 +56,32 @@ def why_no_profile(snapshot: RunSnapshot, flow: FlowKind | None) -> str | None:
     return None
 
 
+def why_no_counters(snapshot: RunSnapshot, flow: FlowKind | None, refusal: str | None = None) -> str | None:
+    """Why a counters pass cannot be taken now, or None when it can.
+
+    `refusal` is what an earlier pass of this run met that every later one would meet too
+    (counters open to admin users only).
+    """
+    if snapshot.state not in LIVE_STATES:
+        return f"nothing to measure while {snapshot.state}"
+    if snapshot.counting:
+        return "a counters pass is already running"
+    if flow == "opencl":
+        return f"{NCU_NEEDS}; OpenCL kernels are timed by device events on every call already"
+    if flow == "tool":
+        return "multi-device GPU runs go through the shipped tools; measure their counters with gputop on one device"
+    device = snapshot.device
+    if device is None:
+        return "the run has no device yet"
+    if device.backend != "cuda":
+        where = f"the CPU ({device.id})" if device.backend.startswith("local") else device.id
+        instead = COUNTERS_INSTEAD.get("local" if device.backend.startswith("local") else device.backend)
+        return f"{NCU_NEEDS}; this run is on {where}" + (f"; {instead}" if instead else "")
+    if refusal:
+        return refusal
+    return find_ncu()[1]
+
+
 def why_no_capture(snapshot: RunSnapshot, renderdoc_ready: bool) -> str | None:
     """Why a RenderDoc capture cannot be taken now, or None when it can."""
     if snapshot.state not in LIVE_STATES:
@@ -69,6 +103,7 @@ class Controls:
         self._running = threading.Event()  # cleared while paused
         self._running.set()
         self._profile = threading.Event()
+        self._counters = threading.Event()
         self._lock = threading.Lock()
         self._capture_calls = 0
         self._interrupt_code: int | None = None
@@ -90,6 +125,9 @@ class Controls:
 
     def ask_profile(self) -> None:
         self._profile.set()
+
+    def ask_counters(self) -> None:
+        self._counters.set()
 
     def ask_capture(self, calls: int) -> None:
         with self._lock:
@@ -121,6 +159,12 @@ class Controls:
     def take_profile_request(self) -> bool:
         if self._profile.is_set():
             self._profile.clear()
+            return True
+        return False
+
+    def take_counters_request(self) -> bool:
+        if self._counters.is_set():
+            self._counters.clear()
             return True
         return False
 

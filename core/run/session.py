@@ -3,9 +3,10 @@
 The session runs its work on a background thread and tells subscribers what
 is happening by handing them immutable `RunSnapshot`s. The command line waits
 for it to finish; the TUI subscribes and keeps drawing while it runs. Pause,
-resume, stop, profile and capture requests are honoured between calls by the
-same loop whichever flow (in-process IREE, OpenCL, IREE's shipped tools)
-makes the calls, and every failure ends as a snapshot in state `error`
+resume, stop, profile, capture and counters requests are honoured between
+calls by the same loop whichever flow (in-process IREE, OpenCL, IREE's
+shipped tools) makes the calls (a counters pass is only started there: it
+runs in another process while the calls go on), and every failure ends as a snapshot in state `error`
 carrying a one-line message and gputop's exit code, never as an exception on
 the thread. At the end the session folder gets the report and the manifest's
 ending, written by the store. While it runs, viewers in other processes reach
@@ -32,6 +33,7 @@ from gputop.core.errors import (
     GputopError,
     Interrupted,
     RuntimeFailure,
+    UnwritableFile,
     UnwritableFolder,
     unwritable_file,
 )
@@ -44,12 +46,12 @@ from gputop.core.run.flow import Flow, RunContext
 from gputop.core.run.iree import IreeFlow
 from gputop.core.run.opencl import OpenCLFlow
 from gputop.core.run.prepare import prepare_module
-from gputop.core.run.requests import Controls, why_no_capture, why_no_profile
+from gputop.core.run.requests import Controls, why_no_capture, why_no_counters, why_no_profile
 from gputop.core.run.state import RunOutcome, RunState, Subscriber
 from gputop.core.run.tool import ToolFlow
 from gputop.core.run.viewer_ops import OwnerOps, answer
 from gputop.core.serving.control_socket import ControlServer
-from gputop.core.snapshot import Neighbours, RunSnapshot, to_json
+from gputop.core.snapshot import CountersPass, Neighbours, RunSnapshot, to_json
 from gputop.core.store.report import build_report
 from gputop.core.store.writer import SessionWriter
 
@@ -134,6 +136,17 @@ class Session:
         if reason is None:
             self._controls.ask_profile()
         return reason
+
+    def request_counters(self) -> str | None:
+        """Measure one call's hardware counters with Nsight Compute, beside the run; returns why not, or None."""
+        reason = self._why_no_counters()
+        if reason is None:
+            self._controls.ask_counters()
+        return reason
+
+    def _why_no_counters(self) -> str | None:
+        flow = self._flow
+        return why_no_counters(self.snapshot, self._flow_kind(), flow.counters_refusal() if flow is not None else None)
 
     def request_capture(self, calls: int = 1) -> str | None:
         """Capture the next `calls` calls with RenderDoc; returns why not, or None."""
@@ -303,6 +316,8 @@ class Session:
             self._say_call_neighbours(watch.close_window(calls_window))
             if self.config.profile and not self._controls.stopping:
                 self._profile_once(flow, self.config.profile_pass_calls or max(self.config.iterations or 1, 1))
+            if self.config.counters and not self._controls.stopping:
+                self._count_once(flow)
             self._state.set_state("stopped" if self._controls.stopping else "finished")
         except GputopError as exc:
             self._fail(exc)
@@ -353,6 +368,9 @@ class Session:
                 if remaining is not None:
                     remaining = max(0, remaining - made)
                 continue
+            if controls.take_counters_request():
+                self._start_counters(flow)
+                continue
             periodic = next_profile is not None and time.monotonic() >= next_profile
             if controls.take_profile_request() or periodic:
                 if periodic:
@@ -380,6 +398,34 @@ class Session:
             self._state.event("warning", f"profile: {reason}")
             return
         self._profile_pass(flow, calls)
+
+    def _start_counters(self, flow: Flow) -> bool:
+        """Start a counters pass beside the calls (refused for the same reasons as `n`); whether it started."""
+        reason = self._why_no_counters()  # asked for a moment ago: the run may have changed since
+        if reason is not None:
+            self._state.event("warning", f"counters: {reason}")
+            return False
+        try:
+            flow.count()
+        except (Interrupted, UnwritableFile):
+            raise
+        except GputopError as exc:
+            self._state.event("warning", f"counters: {exc}", exc.log_path)
+            return False
+        return True
+
+    def _count_once(self, flow: Flow) -> None:
+        """`gputop run --counters`: one pass after the steady calls (and any profile pass), waited for.
+
+        Refused, the reason is the report's `counters_pass.error` too: a script reads why there are none.
+        """
+        reason = self._why_no_counters()
+        if reason is not None:
+            self._state.event("warning", f"counters: {reason}")
+            self._state.set_counters(CountersPass(source="ncu", command="", wall_s=0.0, calls=0, error=reason))
+            return
+        if self._start_counters(flow):
+            flow.wait_counters()
 
     def _start_watch(self) -> NeighbourWatch:
         """The neighbour watch on the run's (first) device; this process and its owner's are the run's own."""

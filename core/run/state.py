@@ -5,7 +5,9 @@ other threads (the TUI, `gputop run`, metrics scrapes) see only the frozen
 `RunSnapshot`s it publishes. One lock guards everything, snapshots go out at
 most every `PUBLISH_INTERVAL_S` unless something important changed, and every
 published snapshot is queued to the session folder under that same lock, so
-`samples.jsonl` holds them in publishing order.
+`samples.jsonl` holds them in publishing order. The Kernels table it
+publishes is the newest profile joined with the newest counters pass
+(`counters.with_counters`), joined once when either changes, not per snapshot.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from gputop.core.compare.samples import call_samples, samples_block
 from gputop.core.errors import GputopError
 from gputop.core.module.compile import CompiledModule
 from gputop.core.module.tensors import summarize
+from gputop.core.profiling.counters import with_counters
 from gputop.core.snapshot import (
     CaptureInfo,
     CompileRecord,
+    CountersPass,
     DeviceInfo,
     Diagnostic,
     Event,
@@ -112,6 +116,10 @@ class RunState:
         self._profile: ProfileSummary | None = None
         self._dispatch_samples: dict[str, Any] | None = None  # the profile passes' per-dispatch times
         self._profiling = False
+        self._counters: CountersPass | None = None  # the newest counters pass (ncu)
+        self._counters_alone: ProfileSummary | None = None  # its own kernel table, for a run not yet profiled
+        self._counting = False
+        self._joined: ProfileSummary | None = None  # what snapshots show: the profile joined with the counters
         self._exports: tuple[ExportAffinity, ...] = ()
         self._transfers: tuple[Transfer, ...] = ()
         self._captures: tuple[CaptureInfo, ...] = ()
@@ -403,6 +411,32 @@ class RunState:
     def set_profile(self, profile: ProfileSummary | None) -> None:
         with self._lock:
             self._profile = profile
+            self._join()
+
+    def set_counting(self, active: bool) -> None:
+        with self._lock:
+            self._counting = active
+        self.publish(force=True)
+
+    @property
+    def counting(self) -> bool:
+        with self._lock:
+            return self._counting
+
+    def set_counters(self, counters: CountersPass, alone: ProfileSummary | None = None) -> None:
+        """The newest counters pass; `alone`, its own kernel table, stands in while the run has no profile.
+
+        A pass that failed (`counters.error`, said in the log) does not replace one that measured: the
+        table keeps what was measured, and the report the pass that measured it.
+        """
+        with self._lock:
+            if counters.error is None or self._counters is None or self._counters.error is not None:
+                self._counters, self._counters_alone = counters, alone
+                self._join()
+
+    def _join(self) -> None:
+        """The table snapshots show: the profile (else the counters' own table) with the counters joined by name."""
+        self._joined = with_counters(self._profile or self._counters_alone, self._counters)
 
     def on_neighbours(self, neighbours: Neighbours) -> None:
         """The live view of the GPU's other processes and the host's load (the neighbour watch's thread)."""
@@ -420,6 +454,7 @@ class RunState:
         with self._lock:
             if self._profile is profile:
                 self._profile = updated
+                self._join()
 
     def set_dispatch_samples(self, samples: dict[str, Any] | None) -> None:
         """The per-dispatch times of the profile passes so far (`compare.samples.dispatch_samples`)."""
@@ -489,7 +524,7 @@ class RunState:
             result_types=self._result_types,
             device_ids=tuple(d.id for d in self._devices),
             session_dir=str(self._session_dir),
-            profile=self._profile,
+            profile=self._joined,
             profiling=self._profiling,
             enqueue=self._enqueue_timer.snapshot() if self._enqueue_timer is not None else None,
             exports=self._exports,
@@ -503,6 +538,8 @@ class RunState:
             parameters=self._live_parameters(),
             segment=self._segment,
             neighbours=self._neighbours,
+            counters_pass=self._counters,
+            counting=self._counting,
         )
 
     def _live_parameters(self) -> ParameterLoad | None:

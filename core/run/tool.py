@@ -14,7 +14,7 @@ import time
 from gputop.core.errors import UsageError
 from gputop.core.module.inputs import make_inputs
 from gputop.core.module.signature import signature_of
-from gputop.core.run.flow import RunContext, Uncapturable, end_sampling, timed_teardown
+from gputop.core.run.flow import RunContext, Uncapturable, Uncountable, end_sampling, timed_teardown
 from gputop.core.run.iree import check_outputs, save_inputs
 from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.transfers import observe_exports
@@ -24,7 +24,7 @@ from gputop.core.runners.tool_runner import BATCH, ToolModuleRun
 __all__ = ["ToolFlow"]
 
 
-class ToolFlow(Uncapturable):
+class ToolFlow(Uncapturable, Uncountable):
     """A multi-device GPU module, called through iree-run-module and iree-benchmark-module."""
 
     kind = "tool"

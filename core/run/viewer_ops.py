@@ -4,11 +4,12 @@
 started an engine watch a run that another process drives; their keys arrive
 here as one-line requests on the session folder's `control.sock` (see
 `core/serving/control_socket.py`). Any viewer may pause or resume the run, ask
-for a profile pass or a capture, and fetch or export the report as it stands.
-Stopping the run, reloading it or moving it to another device belong to the
+for a profile pass, a counters pass or a capture, and fetch or export the
+report as it stands. Stopping the run, reloading it or moving it to another device belong to the
 process that owns it: the TUI that started the engine (`owner_ops`, given by
 the engine's `RunHost`); everyone else is refused. Refusals carry the very
-reasons the owner's own keys would get (`why_no_profile`, `why_no_capture`).
+reasons the owner's own keys would get (`why_no_profile`, `why_no_capture`,
+`why_no_counters`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class Remote(Protocol):
 
     def request_capture(self, calls: int = 1) -> str | None: ...
 
+    def request_counters(self) -> str | None: ...
+
     def keep_samples(self, seconds: float) -> None: ...
 
     def current_report(self) -> dict[str, Any]: ...
@@ -75,6 +78,11 @@ def _profile(run: Remote, _request: dict[str, Any]) -> dict[str, Any]:
     return _refused(reason) if reason else {"ok": True}
 
 
+def _counters(run: Remote, _request: dict[str, Any]) -> dict[str, Any]:
+    reason = run.request_counters()
+    return _refused(reason) if reason else {"ok": True}
+
+
 def _capture(run: Remote, request: dict[str, Any]) -> dict[str, Any]:
     calls = request.get("calls", 1)
     if not isinstance(calls, int) or calls < 1:
@@ -103,6 +111,7 @@ OPS = {
     "hello": _hello,
     "toggle_pause": _toggle_pause,
     "profile": _profile,
+    "counters": _counters,
     "capture": _capture,
     "watch": _watch,
     "report": _report,

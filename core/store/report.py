@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputop.core.snapshot import CallStats, ProfileSummary, RunSnapshot, RunSummary, to_json
+from gputop.core.snapshot import CallStats, CountersPass, ProfileSummary, RunSnapshot, RunSummary, to_json
 from gputop.core.versions import package_version
 
 __all__ = ["build_report", "snapshot_report"]
@@ -27,6 +27,18 @@ def _profile_json(profile: ProfileSummary | None, steady_p50_ms: float | None) -
     # Profiling overhead: a profiled call's synced time against the steady p50 of this run.
     if profile.call_wall_ms and steady_p50_ms:
         data["overhead_ratio"] = profile.call_wall_ms / steady_p50_ms
+    return data
+
+
+def _counters_json(counters: CountersPass | None, table: ProfileSummary | None) -> dict[str, Any] | None:
+    """The pass, its kernels by name (their counters are on the report's kernels); a kernel the table
+    lacks keeps its counters here, under `unmatched`."""
+    if counters is None:
+        return None
+    data = to_json(counters)
+    data["kernels"] = [k.name for k in counters.kernels]
+    joined = {k.counters.name for k in table.kernels if k.counters is not None} if table else set()
+    data["unmatched"] = [to_json(k) for k in counters.kernels if k.name not in joined]
     return data
 
 
@@ -98,6 +110,9 @@ def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) 
         "profile": _profile_json(snap.profile, snap.calls.p50_ms),
         "call_breakdown": to_json(snap.profile.call_breakdown) if snap.profile else None,
         "hints": list(snap.profile.hints) if snap.profile else [],
+        # The newest counters pass (ncu): its cost (wall_s, calls), source, command, or why it failed; each
+        # kernel's own counters are in kernels[].counters.
+        "counters_pass": _counters_json(snap.counters_pass, snap.profile),
         "exports": to_json(snap.exports),
         "transfers": to_json(snap.transfers),
         "device_names": dict(snap.device_names),

@@ -265,6 +265,7 @@ def config_from(args: argparse.Namespace, iterations: int | None, **more: Any) -
         rtol=args.rtol,
         atol=args.atol,
         profile=bool(getattr(args, "profile", False)),
+        counters=bool(getattr(args, "counters", False)),
         profile_calls=config_default("profile_calls") if args.profile_calls is None else args.profile_calls,
         profile_pass_calls=args.profile_calls if counted else None,
         profile_every_s=getattr(args, "profile_every", None),

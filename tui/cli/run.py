@@ -1,8 +1,8 @@
 """`gputop run TARGET`: one counted run, headless, then its report on stdout (and as JSON with --json).
 
 The command for scripts and CI: the run's options are the shared ones (see `options`), plus the
-report's destination, a RenderDoc capture, a profile pass and a baseline to compare with (exit 7 when
-`--fail-above` finds a regression); `headless` drives the session.
+report's destination, a RenderDoc capture, a profile pass, a counters pass and a baseline to compare
+with (exit 7 when `--fail-above` finds a regression); `headless` drives the session.
 """
 
 from __future__ import annotations
@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--profile",
         action="store_true",
         help="after the steady calls, profile as many calls for per-dispatch device times",
+    )
+    parser.add_argument(
+        "--counters",
+        action="store_true",
+        help="after the steady calls (and --profile), measure one call's hardware counters per kernel with "
+        "Nsight Compute (CUDA; ncu from PATH, the CUDA toolkit, /opt/nvidia/nsight-compute or $GPUTOP_NCU)",
     )
     parser.add_argument(
         "--baseline",

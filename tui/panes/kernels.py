@@ -10,7 +10,11 @@ and a warning when the clock makes the times misleading. With a baseline
 against the baseline's (`-31%`, or `~` within the baseline's own spread).
 A kernel whose work was read from its dispatch name, not counted from its IR
 (a `.vmfb` without executable sources), is marked `*` and a note below the
-table says what that means.
+table says what that means. After a counters pass (`n`, Nsight Compute) the
+rates are the measured ones, and four columns come in ahead of min and max:
+`FLOP` (measured, per launch), `vs est` (that over the estimate), `occ`
+(achieved occupancy) and `DRAM` (bytes DRAM served); one line below the table gives ncu's verdict on
+the kernel under the cursor.
 """
 
 from __future__ import annotations
@@ -27,17 +31,20 @@ from gputop.tui.bridge import (
     RATE,
     TIME_US,
     CallBreakdown,
+    CountersPass,
     KernelTiming,
     LiveBaseline,
     ProfileSummary,
     RunSnapshot,
     column,
+    estimate_ratio,
     ms_fixed,
     name_marked,
     overhead_text,
     overhead_warning,
     pct_of_bound,
     percent,
+    seconds,
     share_of_ceiling,
     to_json,
 )
@@ -59,12 +66,21 @@ COLUMNS = (
     Column("max", 2),
     Column("share", 1),
     Column("vs base", -1),  # shown (priority 1) only while there is a baseline
+    Column("FLOP", -1),  # these four only once a counters pass measured them (MEASURED)
+    Column("vs est", -1),
+    Column("occ", -1),
+    Column("DRAM", -1),
     Column("p50", 5),
     Column("%peak", 3),
     Column("bound", 3),
     Column("FLOP/s", 4),
     Column("B/s", 4),
 )
+
+# With counters, what they measured matters more than the spread of the times: min and max give way first.
+MEASURED = {"FLOP": 1, "vs est": 1, "occ": 2, "DRAM": 2, "min": 3, "max": 3}
+UNMEASURED = {"FLOP": -1, "vs est": -1, "occ": -1, "DRAM": -1, "min": 2, "max": 2}
+COUNTING = "measuring counters: one call under Nsight Compute, in another process..."
 
 
 class KernelsPane(BoxPane):
@@ -80,15 +96,20 @@ class KernelsPane(BoxPane):
     KernelsPane #kernels-warning { height: auto; color: $warning; }
     KernelsPane #kernels-hint { height: auto; color: $text-muted; }
     KernelsPane #kernels-note { height: auto; color: $text-muted; }
+    KernelsPane #kernels-verdict { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     KernelsPane #kernels-call { height: auto; margin-top: 1; display: none;
                                 text-wrap: nowrap; text-overflow: ellipsis; }
     """
     _breakdown: CallBreakdown | None = None
+    _verdicts: dict[str, str] | None = None  # ncu's verdict per kernel, after a counters pass
 
     def compose(self) -> ComposeResult:
         yield Static(id="kernels-summary")
         yield Static(id="kernels-warning")
         yield KeyedTable(COLUMNS, id="kernels-table")
+        verdict = Static(id="kernels-verdict")
+        verdict.display = False  # until a counters pass gave ncu's verdicts
+        yield verdict
         note = Static(id="kernels-note")
         note.display = False  # until a profile has kernels whose work was read from their names
         yield note
@@ -135,16 +156,17 @@ class KernelsPane(BoxPane):
         self._draw_call()
         if profile is None:
             self.query_one("#kernels-table", KeyedTable).sync({})
+            self.query_one("#kernels-verdict", Static).display = False
+            self._verdicts = None
             summary.display = False
             note.display = False
             warning.display = False
             hint.display = True
-            show_text(
-                hint, "profiling..." if snapshot.profiling else "no profile yet: press p to profile the running module"
-            )
+            idle = "no profile yet: press p to profile the running module"
+            show_text(hint, "profiling..." if snapshot.profiling else COUNTING if snapshot.counting else idle)
             return
-        hint.display = snapshot.profiling
-        show_text(hint, "profiling...")
+        hint.display = snapshot.profiling or snapshot.counting
+        show_text(hint, "profiling..." if snapshot.profiling else COUNTING)
         summary.display = True
         wall = f" of {ms_fixed(profile.call_wall_ms)} synced" if profile.call_wall_ms is not None else ""
         gap = ""
@@ -153,10 +175,13 @@ class KernelsPane(BoxPane):
         timing = profile.kernels[0].timing if profile.kernels else ""
         limits = limits_line(profile)
         cost = f"\n{overhead_text(to_json(profile.overhead))}" if profile.overhead is not None else ""
+        measured = counters_line(snapshot.counters_pass)
         show_text(
             summary,
             f"{profile.source}, {timing}, {profile.calls} calls\n"
-            f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}{cost}" + (f"\n{limits}" if limits else ""),
+            f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}{cost}"
+            + (f"\n{limits}" if limits else "")
+            + (f"\n{measured}" if measured else ""),
         )
         warnings = [w for w in (clock_warning(profile), pass_cost_warning(profile)) if w]
         warning.display = bool(warnings)
@@ -164,10 +189,27 @@ class KernelsPane(BoxPane):
         baseline: LiveBaseline | None = getattr(self.app, "baseline", None)
         estimate = profile.peaks is not None and profile.peaks.estimate
         rows, labels = kernel_rows(profile.kernels, snapshot.function or "", baseline, estimate)
-        self.query_one("#kernels-table", KeyedTable).sync(rows, labels, {"vs base": 1 if baseline else -1})
+        counted = any(k.counters is not None for k in profile.kernels)
+        priorities = {"vs base": 1 if baseline else -1, **(MEASURED if counted else UNMEASURED)}
+        self.query_one("#kernels-table", KeyedTable).sync(rows, labels, priorities)
         named = any(name_marked(to_json(k)) for k in profile.kernels)
         note.display = named
         show_text(note, f"{NAME_MARK} {NAME_NOTE}" if named else "")
+        self._verdicts = {k.name: verdict_text(k, snapshot.function or "") for k in profile.kernels if k.counters}
+        self._show_verdict()
+
+    def on_data_table_row_highlighted(self, _event: object) -> None:
+        self._show_verdict()
+
+    def _show_verdict(self) -> None:
+        """ncu's verdict on the kernel under the table's cursor (the first, before the cursor moves)."""
+        verdict = self.query_one("#kernels-verdict", Static)
+        table = self.query_one("#kernels-table", KeyedTable)
+        keys = table.row_keys
+        key = keys[min(max(table.cursor_row, 0), len(keys) - 1)] if keys else ""
+        text = (self._verdicts or {}).get(key, "")
+        verdict.display = bool(text)
+        show_text(verdict, text)
 
 
 def vs_base(kernel: KernelTiming, baseline: LiveBaseline | None) -> str:
@@ -195,9 +237,11 @@ def kernel_rows(
     for name, values in (
         ("FLOP/s", [k.achieved_tflops * 1e12 if k.achieved_tflops is not None else None for k in kernels]),
         ("B/s", [k.achieved_gbps * 1e9 if k.achieved_gbps is not None else None for k in kernels]),
+        ("DRAM", [dram_bytes(k) for k in kernels]),
+        ("FLOP", [k.counters.flops if k.counters is not None else None for k in kernels]),
     ):
         prefixed, numeric[name] = column("", values, RATE)
-        labels[name] = f"{prefixed.strip()}{name}"  # GFLOP/s, MB/s
+        labels[name] = f"DRAM {prefixed.strip()}B" if name == "DRAM" else f"{prefixed.strip()}{name}"  # kB; MFLOP
     rows: dict[str, tuple[str | Text, ...]] = {}
     for index, kernel in enumerate(kernels):
         mark = f" {NAME_MARK}" if name_marked(to_json(kernel)) else ""
@@ -209,6 +253,10 @@ def kernel_rows(
             numeric["max"][index],
             percent(kernel.share * 100),
             vs_base(kernel, baseline),
+            numeric["FLOP"][index],
+            vs_estimate(kernel),
+            percent(kernel.counters.occupancy_pct, 0) if kernel.counters is not None else "-",
+            numeric["DRAM"][index],
             numeric["p50"][index],
             percent_of_bound(kernel, estimate),
             kernel.bound or "-",
@@ -216,6 +264,42 @@ def kernel_rows(
             numeric["B/s"][index],
         )
     return rows, labels
+
+
+def dram_bytes(kernel: KernelTiming) -> int | None:
+    """The bytes DRAM served one launch of the kernel (read and written), as its counters measured them."""
+    c = kernel.counters
+    if c is None or c.dram_read_bytes is None or c.dram_write_bytes is None:
+        return None
+    return c.dram_read_bytes + c.dram_write_bytes
+
+
+def vs_estimate(kernel: KernelTiming) -> str:
+    """Measured FLOPs over the estimate (`1.00x`): how far the IR's or the name's count was from the hardware's."""
+    c = kernel.counters
+    if c is None:
+        return "-"
+    estimate = kernel.estimate_flops if kernel.work_source == "counters" else kernel.flops
+    return estimate_ratio(c.flops, estimate)
+
+
+def verdict_text(kernel: KernelTiming, function: str) -> str:
+    """`ncu on 0 matmul_256x1024x1024: This kernel grid is too small ...; LaunchConfiguration +51.5%`, one line."""
+    c = kernel.counters
+    if c is None:
+        return ""
+    best = max(c.rules, key=lambda r: r.speedup_pct or 0.0, default=None)
+    rule = f"; {best.name} +{percent(best.speedup_pct)}" if best is not None and best.speedup_pct else ""
+    return f"ncu on {short_name(kernel.name, function)}: {c.verdict or 'no verdict'}{rule}"
+
+
+def counters_line(counters: CountersPass | None) -> str:
+    """The counters pass above the table: its tool, what it took, or why it failed."""
+    if counters is None:
+        return ""
+    if counters.error:
+        return f"counters: {counters.error}"
+    return f"counters {counters.source}: {counters.calls} call, {seconds(counters.wall_s)}; rates measured"
 
 
 def limits_line(profile: ProfileSummary) -> str:

@@ -24,6 +24,7 @@ KEYS = (
     ("q", "quit (stops the engine, restores the terminal)"),
     ("space", "pause / resume the calls"),
     ("p", "profile now: per-dispatch device times"),
+    ("n", "counters: hardware counters per kernel (ncu, CUDA)"),
     ("t", "timeline: where the median profiled call's time goes"),
     ("c", "RenderDoc capture of the next call (Vulkan)"),
     ("o", "open the selected capture in qrenderdoc (enter: its dispatch list)"),
@@ -32,7 +33,7 @@ KEYS = (
     ("e", "export the report (JSON) into the session directory"),
     ("s", "save an SVG screenshot into the session directory"),
     ("f", "roofline: each kernel against the device's peaks"),
-    ("b", "baseline: the next past session of this target to compare with (then none)"),
+    ("b", "baseline: compare with the next past session (then none)"),
     ("l", "grow the Log pane to most of the screen, and back"),
     (
         f"{_PANE_KEYS[0].KEY}-{_PANE_KEYS[-1].KEY}",

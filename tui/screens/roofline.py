@@ -6,7 +6,10 @@ the flat compute roof beyond it. A kernel sits at its own intensity and
 achieved rate; its distance below the roof is what a compiler could still
 win. Drawn in a terminal with Unicode braille (2x4 dots a cell), the ceilings
 at the pass's clock solid and the datasheet's dotted when the clock was lower,
-each kernel as its number, with a legend that says the numbers.
+each kernel as its number, with a legend that says the numbers. A kernel
+whose work a counters pass measured (`n`) is drawn twice: green where its
+measured FLOPs and DRAM bytes put it, dim where the estimate (from the IR or
+the dispatch name) put it, dots between, so the gap between them shows.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from gputop.tui.bridge import (
+    CountersPass,
     KernelTiming,
     ProfileSummary,
     RunSnapshot,
+    estimate_ratio,
     flop_per_byte,
     mhz,
     pct_of_bound,
@@ -44,6 +49,8 @@ DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
 MARKERS = "abcdefghijklmnopqrstuvwxyz"  # for kernels without a dispatch number (the Kernels pane shows names)
 AXIS_WIDTH = 7
 LEGEND_ROWS = 9
+MEASURED_STYLE = "bold green"
+ESTIMATE_STYLE = "dim yellow"
 
 
 @dataclass
@@ -113,7 +120,21 @@ class LogAxis:
         return (math.log10(value) - self.low) / (self.high - self.low) * (self.size - 1)
 
 
-def render_roofline(profile: ProfileSummary | None, width: int, height: int, function: str = "") -> Text:
+def estimate_point(kernel: KernelTiming) -> tuple[float, float] | None:
+    """Where the estimate put a measured kernel: (FLOP per byte, FLOP/s at its time); None where it had none."""
+    flops, size = kernel.estimate_flops, kernel.estimate_bytes
+    if kernel.work_source != "counters" or not flops or not size or kernel.avg_us <= 0:
+        return None
+    return flops / size, flops / (kernel.avg_us * 1e-6)
+
+
+def render_roofline(
+    profile: ProfileSummary | None,
+    width: int,
+    height: int,
+    function: str = "",
+    counters: CountersPass | None = None,
+) -> Text:
     """The roofline chart, its axes and its legend, `width` columns wide and about `height` rows high."""
     if profile is None:
         return Text("no profile yet: press p to profile the running module, then f", style="dim")
@@ -129,14 +150,15 @@ def render_roofline(profile: ProfileSummary | None, width: int, height: int, fun
     top = max(ceilings) * 1e12
     nominal_top = top / peaks.compute_scale if peaks.compute_scale < 0.99 else top
     ridge = ridge_intensity(max(ceilings), bandwidth / 1e9)
-    intensities = [k.intensity for k in placed if k.intensity]
-    rates = [k.achieved_tflops * 1e12 for k in placed if k.achieved_tflops]
+    estimates = {k.name: point for k in placed if (point := estimate_point(k)) is not None}
+    intensities = [k.intensity for k in placed if k.intensity] + [x for x, _ in estimates.values()]
+    rates = [k.achieved_tflops * 1e12 for k in placed if k.achieved_tflops] + [y for _, y in estimates.values()]
     # Two decades of memory roof below the ridge, and room for every kernel on either side.
     x_low = math.floor(math.log10(min([*intensities, ridge / 100]) / 2))
     x_axis = LogAxis(x_low, max(math.ceil(math.log10(max([*intensities, ridge]) * 4)), x_low + 2), 0)
     y_axis = LogAxis(math.floor(math.log10(min([*rates, top / 100]) / 2)), math.ceil(math.log10(nominal_top * 1.5)), 0)
     numbered = kernel_markers(profile, function)
-    legend = _legend(profile, numbered, bandwidth, ceilings, function)
+    legend = _legend(profile, numbered, bandwidth, ceilings, function, counters if estimates else None)
     # The legend's rows as the screen wraps them (at 80 columns a kernel's line takes two): the chart gets
     # the rest, less its FLOP/s label, x axis and ticks, so the last kernel's line is never cut off.
     legend_rows = len(legend.wrap(Console(width=max(width, 1), file=io.StringIO()), max(width, 1)))
@@ -163,7 +185,13 @@ def render_roofline(profile: ProfileSummary | None, width: int, height: int, fun
     for kernel in placed:
         if kernel.name in numbered and kernel.intensity and kernel.achieved_tflops:
             x, y = to_dots(kernel.intensity, kernel.achieved_tflops * 1e12)
-            canvas.label(round(x), round(y), numbered[kernel.name], "bold yellow")
+            estimate = estimates.get(kernel.name)
+            if estimate is not None:  # the estimate's place, dots to the measured one: the gap between them
+                ex, ey = to_dots(*estimate)
+                canvas.line(ex, ey, x, y, ESTIMATE_STYLE, 2)
+                canvas.label(round(ex), round(ey), numbered[kernel.name], ESTIMATE_STYLE)
+            style = MEASURED_STYLE if kernel.work_source == "counters" else "bold yellow"
+            canvas.label(round(x), round(y), numbered[kernel.name], style)
     chart = Text("FLOP/s\n", "dim")
     for row in range(canvas.rows):
         tick = _decade_label(row, canvas, y_axis)
@@ -217,7 +245,12 @@ def _x_ticks(axis: LogAxis, columns: int) -> str:
 
 
 def _legend(
-    profile: ProfileSummary, numbered: dict[str, str], bandwidth: float, ceilings: list[float], function: str
+    profile: ProfileSummary,
+    numbered: dict[str, str],
+    bandwidth: float,
+    ceilings: list[float],
+    function: str,
+    counters: CountersPass | None = None,
 ) -> Text:
     peaks = profile.peaks
     assert peaks is not None
@@ -235,6 +268,11 @@ def _legend(
         f"{peaks.part}{estimated}\n",
         "cyan",
     )
+    if counters is not None:
+        legend.append("measured", MEASURED_STYLE)
+        legend.append(f" ({counters.source}: FLOPs, DRAM bytes), ")
+        legend.append("estimated", ESTIMATE_STYLE)
+        legend.append(" (IR or dispatch name), dots between\n")
     shown = profile.kernels[:LEGEND_ROWS]
     width = max((len(without_function(k.name, function)) for k in shown), default=10)
     marks = max((len(numbered.get(k.name, "")) for k in shown), default=1)
@@ -250,6 +288,10 @@ def _legend(
 
 
 def _describe(kernel: KernelTiming, estimate: bool = False) -> str:
+    measured = kernel.work_source == "counters"
+    if measured and kernel.bytes == 0 and kernel.achieved_tflops is not None:
+        rate = si(kernel.achieved_tflops * 1e12, "FLOP/s")
+        return f"not placed: no DRAM bytes measured (its data stayed in the caches), {rate}"
     if kernel.intensity is None or kernel.achieved_tflops is None:
         return f"not placed: {kernel.work or 'FLOPs unknown'}"
     pct = pct_of_bound(kernel.bound, kernel.pct_peak_compute, kernel.pct_peak_bandwidth)
@@ -257,6 +299,10 @@ def _describe(kernel: KernelTiming, estimate: bool = False) -> str:
         f", {share_of_ceiling(pct, estimate)} of its {kernel.bound} roof" if pct is not None and kernel.bound else ""
     )
     named = " (work from its name)" if kernel.work_source == "name" else ""
+    point = estimate_point(kernel)
+    if measured and point is not None:
+        ratio = estimate_ratio(kernel.flops, kernel.estimate_flops)
+        named = f"; est. {flop_per_byte(point[0])} ({kernel.estimate_source}), FLOPs {ratio} of it"
     return f"{flop_per_byte(kernel.intensity)}, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}{named}"
 
 
@@ -289,7 +335,9 @@ class RooflineScreen(Window[None]):
         chart = self.query_one("#roofline-chart", Static)
         width, height = chart.size.width or self.app.size.width - 8, chart.size.height or self.app.size.height - 8
         profile = snapshot.profile if snapshot is not None else None
-        chart.update(render_roofline(profile, width, height, snapshot.function or "" if snapshot else ""))
+        function = snapshot.function or "" if snapshot else ""
+        counters = snapshot.counters_pass if snapshot is not None else None
+        chart.update(render_roofline(profile, width, height, function, counters))
 
     def action_dismiss(self) -> None:
         self.dismiss(None)
