@@ -68,13 +68,27 @@ def record_calls(
 
     windows: list[tuple[float, float]] = []
     with _recording(BREAKDOWN_KINDS) as records:
+        for _ in range(RECORDING_WARMUP_CALLS):
+            call_once()
         for _ in range(calls):
             started = float(cupti.get_timestamp())
             call_once()
             windows.append((started, float(cupti.get_timestamp())))
-    activities = records.result()
+    # The warm-up calls' records fall before the first window: neither a kernel of the table nor part of a call.
+    activities = [a for a in records.result() if not _began_before(a, windows[0][0])]
     events = _kernel_events(activities)
     return events, [(end - start) / 1e9 for start, end in windows], _call_records(activities, windows)
+
+
+# The first call with recording on pays CUPTI's own set-up (seen on an H200: a 10-call pass's mean 2.9-3.5 ms against
+# a median of 0.83 ms, the calls unprofiled 0.68 ms): made and left out, so the pass explains the calls the run makes.
+RECORDING_WARMUP_CALLS = 1
+
+
+def _began_before(record: Any, at_ns: float) -> bool:
+    """Whether an activity record (kernel, copy, API call, sync: each has `start`, CUPTI clock) began before `at_ns`."""
+    start = getattr(record, "start", None)
+    return start is not None and float(start) < at_ns
 
 
 class _Collected:
