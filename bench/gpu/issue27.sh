@@ -14,6 +14,7 @@ PART=${1:-mm2}
 SECONDS_STEADY=${ISSUE27_SECONDS:-10}
 ROUNDS=${ISSUE27_ROUNDS:-2}
 PROFILE=${ISSUE27_PROFILE---profile}  # ISSUE27_PROFILE= (empty): no profile pass in any way
+PASS_CALLS=${ISSUE27_PASS_CALLS:-10}  # calls in each way's profile pass (the TUI's p default is 10)
 D=.device/perturb
 OUT_DIR="${OUT:-/tmp/out}/issue27-$PART"
 mkdir -p "$OUT_DIR"
@@ -24,7 +25,7 @@ perturb() {  # MODULE DEVICE
   local module=$1 device=$2
   # shellcheck disable=SC2046
   timeout 290 python3 bench/perturbation.py --target "$D/${module}_${device}.vmfb" --device "$device" \
-    --function "$module" $(inputs "$module") --seconds "$SECONDS_STEADY" --warmup 2 --rounds "$ROUNDS" $PROFILE \
+    --function "$module" $(inputs "$module") --seconds "$SECONDS_STEADY" --warmup 2 --rounds "$ROUNDS" $PROFILE --profile-calls "$PASS_CALLS" \
     --json "$OUT_DIR/${module}_${device}.json" > "$OUT_DIR/${module}_${device}.txt" 2>&1 \
     || log "$module $device failed (exit $?)"
   tail -8 "$OUT_DIR/${module}_${device}.txt" | tee -a "$OUT_DIR/log.txt"
