@@ -7,17 +7,23 @@ machine (headless Textual needs no terminal). Never edit the SVGs by hand.
 
 Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task | --devices D1,D2]
            [--input ...] [--calls 20] [--size 120x40] [--profile] [--counters] [--press KEYS] [--roofline]
-           [--warmup S]
+           [--warmup S] [--engine-process]
+
+With --engine-process the engine runs as `gputop TARGET` runs it, in its own
+process (`gputop serve`, the app its owning viewer): a screenshot whose Run
+and profile figures are the engine's alone, not shared with the app's
+rendering in one interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 from pathlib import Path
 
 from gputop.tui.app import GputopApp
-from gputop.tui.bridge import EngineBridge, RunConfig
+from gputop.tui.bridge import EngineBridge, EngineProcess, RunConfig
 
 
 async def shoot(args: argparse.Namespace) -> None:
@@ -31,7 +37,25 @@ async def shoot(args: argparse.Namespace) -> None:
         inputs=tuple(args.input),
         warmup_s=args.warmup,
     )
-    app = GputopApp(EngineBridge(config))
+    source: EngineBridge | EngineProcess
+    if args.engine_process:
+        if devices:
+            raise SystemExit("--engine-process takes one --device")
+        engine = [args.target, "--device", args.device, "--warmup", str(args.warmup), "--metrics-port", "0"]
+        engine += ["--profile-every", "0", *(f"--input={value}" for value in args.input)]
+        source = EngineProcess(engine, Path(tempfile.mkdtemp(prefix="gputop-screenshot-")))
+    else:
+        source = EngineBridge(config)
+    app = GputopApp(source)
+    try:
+        await drive(app, args, width, height)
+    finally:
+        if isinstance(source, EngineProcess):
+            source.stop(timeout=15)
+
+
+async def drive(app: GputopApp, args: argparse.Namespace, width: int, height: int) -> None:
+    """Wait for the calls, take the asked passes, save the screenshot, quit."""
     async with app.run_test(size=(width, height)) as pilot:
         waited = 0.0
         while waited < args.timeout:
@@ -87,6 +111,9 @@ def main() -> None:
     parser.add_argument("--press", help="keys to press before the screenshot, comma-separated (t: the Timeline)")
     parser.add_argument("--roofline", action="store_true", help="then press f: the roofline view")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up before a profile pass")
+    parser.add_argument(
+        "--engine-process", action="store_true", help="the engine in its own process, as `gputop TARGET` runs it"
+    )
     asyncio.run(shoot(parser.parse_args()))
 
 
