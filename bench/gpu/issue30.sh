@@ -73,11 +73,11 @@ python3 bench/counters_table.py "$OUT_DIR"/mm2.json "$OUT_DIR"/mlp.json "$OUT_DI
 # 5. The real app: the Kernels pane (measured columns, ncu's verdict) and the roofline (measured beside estimated).
 if in_budget "screenshots"; then
   # shellcheck disable=SC2046
-  timeout 120 python3 scripts/screenshots.py "$OUT_DIR/gputop-kernels-counters.svg" --target "$P/mlp_cuda.vmfb" \
+  timeout 120 python3 scripts/screenshots.py "$OUT_DIR/gputop-kernels-counters.svg" --engine-process --target "$P/mlp_cuda.vmfb" \
     --device cuda $(ins mlp) --calls 30 --profile --counters > "$OUT_DIR/screenshots.txt" 2>&1
   log "kernels screenshot: exit $? ($(head -1 "$OUT_DIR/screenshots.txt"))"
   # shellcheck disable=SC2046
-  timeout 120 python3 scripts/screenshots.py "$OUT_DIR/gputop-roofline-counters.svg" --target "$P/mlp_cuda.vmfb" \
+  timeout 120 python3 scripts/screenshots.py "$OUT_DIR/gputop-roofline-counters.svg" --engine-process --target "$P/mlp_cuda.vmfb" \
     --device cuda $(ins mlp) --calls 30 --profile --counters --roofline >> "$OUT_DIR/screenshots.txt" 2>&1
   log "roofline screenshot: exit $?"
 fi

@@ -28,7 +28,7 @@ timeout 200 python3 -m gputop.tui run "$D/mm2_cuda.vmfb" --device cuda --functio
   --json "$OUT_DIR/shared.json" > "$OUT_DIR/shared.txt" 2>&1; log "shared run exit $?"
 grep -E "^(others|pass|WARNING)" "$OUT_DIR/shared.txt" | tee -a "$OUT_DIR/log.txt"
 # shellcheck disable=SC2046
-timeout 200 python3 scripts/screenshots.py screenshots/gputop-neighbours-gpu.svg --target "$D/mm2_cuda.vmfb" \
+timeout 200 python3 scripts/screenshots.py screenshots/gputop-neighbours-gpu.svg --engine-process --target "$D/mm2_cuda.vmfb" \
   --device cuda $(ins mm2) --calls 200 --profile > "$OUT_DIR/screenshot.txt" 2>&1; log "screenshot exit $?"
 cp screenshots/gputop-neighbours-gpu.svg "$OUT_DIR/gputop-neighbours-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oiE "h100|h200" | tr A-Z a-z).svg" 2>/dev/null
 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_neighbours.py -k second_process \
