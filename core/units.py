@@ -39,7 +39,9 @@ __all__ = [
     "check_tolerances",
     "clocks_text",
     "column",
+    "dram_bytes",
     "estimate_ratio",
+    "estimated_work",
     "fixed",
     "flop_per_byte",
     "gbps",
@@ -319,6 +321,21 @@ NAME_NOTE = "work read from the dispatch name: its op and loop sizes (work fused
 def name_marked(kernel: Mapping[str, Any]) -> bool:
     """Whether the kernel's numbers come from its name (`work_source: "name"`), not from its IR."""
     return kernel.get("work_source") == "name" and kernel.get("flops") is not None
+
+
+def estimated_work(kernel: Mapping[str, Any]) -> tuple[float | None, float | None, str | None]:
+    """A kernel's estimated FLOPs, bytes and their source (`ir`, `name`): set aside once a counters pass
+    measured it (`work_source: "counters"`), else its own."""
+    if kernel.get("work_source") == "counters":
+        return kernel.get("estimate_flops"), kernel.get("estimate_bytes"), kernel.get("estimate_source")
+    return kernel.get("flops"), kernel.get("bytes"), kernel.get("work_source")
+
+
+def dram_bytes(counters: Mapping[str, Any] | None) -> int | None:
+    """The bytes DRAM served one launch (read and written), as a counters pass measured them; None if unknown."""
+    if not counters or counters.get("dram_read_bytes") is None or counters.get("dram_write_bytes") is None:
+        return None
+    return int(counters["dram_read_bytes"]) + int(counters["dram_write_bytes"])
 
 
 def unknown_work(kernel: Mapping[str, Any]) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gputop.core.units import RATE, TIME_US, column, estimate_ratio, fixed, percent, seconds
+from gputop.core.units import RATE, TIME_US, column, dram_bytes, estimate_ratio, estimated_work, fixed, percent, seconds
 
 __all__ = ["COUNTER_COLUMNS", "counters_lines"]
 
@@ -22,13 +22,6 @@ COUNTER_COLUMNS = (
     "kernel", "launches", "time", "FLOP", "vs est", "DRAM rd", "DRAM wr", "DRAM/est", "L2",
     "SM%", "DRAM%", "occ%", "regs", "smem", "block", "grid", "SM MHz",
 )  # fmt: skip
-
-
-def _estimate(kernel: Mapping[str, Any]) -> tuple[float | None, float | None, str | None]:
-    """The kernel's estimated FLOPs, bytes and their source: kept aside once measured, else its own."""
-    if kernel.get("work_source") == "counters":
-        return kernel.get("estimate_flops"), kernel.get("estimate_bytes"), kernel.get("estimate_source")
-    return kernel.get("flops"), kernel.get("bytes"), kernel.get("work_source")
 
 
 def _table(kernels: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -47,10 +40,7 @@ def _table(kernels: Sequence[Mapping[str, Any]]) -> list[str]:
         labels[name] = f"{name} {prefix.strip()}{unit}".rstrip()
     table = [tuple(labels.get(name, name) for name in COUNTER_COLUMNS)]
     for index, (kernel, c) in enumerate(rows):
-        flops, size, source = _estimate(kernel)
-        dram = None
-        if c.get("dram_read_bytes") is not None and c.get("dram_write_bytes") is not None:
-            dram = c["dram_read_bytes"] + c["dram_write_bytes"]
+        flops, size, source = estimated_work(kernel)
         ratio = estimate_ratio(c.get("flops"), flops)
         table.append(
             (
@@ -61,7 +51,7 @@ def _table(kernels: Sequence[Mapping[str, Any]]) -> list[str]:
                 f"{ratio} {source}" if ratio != "-" and source else ratio,
                 cells["DRAM rd"][index],
                 cells["DRAM wr"][index],
-                estimate_ratio(dram, size),
+                estimate_ratio(dram_bytes(c), size),
                 cells["L2"][index],
                 percent(c.get("sm_pct")),
                 percent(c.get("dram_pct")),

@@ -20,6 +20,8 @@ the kernel under the cursor.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -37,7 +39,9 @@ from gputop.tui.bridge import (
     ProfileSummary,
     RunSnapshot,
     column,
+    dram_bytes,
     estimate_ratio,
+    estimated_work,
     ms_fixed,
     name_marked,
     overhead_text,
@@ -232,19 +236,20 @@ def kernel_rows(
     the peaks are estimates (a CPU's), and a share above them shows as `>100%*`."""
     labels: dict[str, str] = {}
     numeric: dict[str, list[str]] = {}
+    data = [to_json(k) for k in kernels]  # the form the shared helpers (and `gputop report`) read
     for name in ("avg", "min", "max", "p50"):
         labels[name], numeric[name] = column(name, [getattr(k, f"{name}_us") for k in kernels], TIME_US)
     for name, values in (
         ("FLOP/s", [k.achieved_tflops * 1e12 if k.achieved_tflops is not None else None for k in kernels]),
         ("B/s", [k.achieved_gbps * 1e9 if k.achieved_gbps is not None else None for k in kernels]),
-        ("DRAM", [dram_bytes(k) for k in kernels]),
+        ("DRAM", [dram_bytes(d.get("counters")) for d in data]),
         ("FLOP", [k.counters.flops if k.counters is not None else None for k in kernels]),
     ):
         prefixed, numeric[name] = column("", values, RATE)
         labels[name] = f"DRAM {prefixed.strip()}B" if name == "DRAM" else f"{prefixed.strip()}{name}"  # kB; MFLOP
     rows: dict[str, tuple[str | Text, ...]] = {}
     for index, kernel in enumerate(kernels):
-        mark = f" {NAME_MARK}" if name_marked(to_json(kernel)) else ""
+        mark = f" {NAME_MARK}" if name_marked(data[index]) else ""
         rows[kernel.name] = (
             short_name(kernel.name, function) + mark,
             str(kernel.count),
@@ -254,7 +259,7 @@ def kernel_rows(
             percent(kernel.share * 100),
             vs_base(kernel, baseline),
             numeric["FLOP"][index],
-            vs_estimate(kernel),
+            vs_estimate(kernel, data[index]),
             percent(kernel.counters.occupancy_pct, 0) if kernel.counters is not None else "-",
             numeric["DRAM"][index],
             numeric["p50"][index],
@@ -266,21 +271,12 @@ def kernel_rows(
     return rows, labels
 
 
-def dram_bytes(kernel: KernelTiming) -> int | None:
-    """The bytes DRAM served one launch of the kernel (read and written), as its counters measured them."""
-    c = kernel.counters
-    if c is None or c.dram_read_bytes is None or c.dram_write_bytes is None:
-        return None
-    return c.dram_read_bytes + c.dram_write_bytes
-
-
-def vs_estimate(kernel: KernelTiming) -> str:
-    """Measured FLOPs over the estimate (`1.00x`): how far the IR's or the name's count was from the hardware's."""
-    c = kernel.counters
-    if c is None:
+def vs_estimate(kernel: KernelTiming, data: Mapping[str, Any]) -> str:
+    """Measured FLOPs over the estimate (`1.00x`): how far the IR's or the name's count was from the hardware's.
+    `data`: the kernel's JSON form."""
+    if kernel.counters is None:
         return "-"
-    estimate = kernel.estimate_flops if kernel.work_source == "counters" else kernel.flops
-    return estimate_ratio(c.flops, estimate)
+    return estimate_ratio(kernel.counters.flops, estimated_work(data)[0])
 
 
 def verdict_text(kernel: KernelTiming, function: str) -> str:
