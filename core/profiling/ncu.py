@@ -94,13 +94,17 @@ def find_ncu() -> tuple[str | None, str | None]:
     """ncu's path and None, or None and why there is none (one line)."""
     given = os.environ.get(NCU_ENV)
     if given:
-        if Path(given).is_file() and os.access(given, os.X_OK):
+        if _runnable(given):
             return given, None
         return None, f"{NCU_ENV}={given}: no such executable (it should name Nsight Compute's ncu)"
     for candidate in (shutil.which("ncu"), TOOLKIT_NCU, newest(glob.glob(STANDALONE_NCU))):
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+        if candidate and _runnable(candidate):
             return candidate, None
     return None, NOT_FOUND
+
+
+def _runnable(path: str) -> bool:
+    return Path(path).is_file() and os.access(path, os.X_OK)
 
 
 def parse_version(text: str) -> str | None:

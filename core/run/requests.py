@@ -157,18 +157,20 @@ class Controls:
         self._running.wait(timeout)
 
     def take_profile_request(self) -> bool:
-        if self._profile.is_set():
-            self._profile.clear()
-            return True
-        return False
+        return _taken(self._profile)
 
     def take_counters_request(self) -> bool:
-        if self._counters.is_set():
-            self._counters.clear()
-            return True
-        return False
+        return _taken(self._counters)
 
     def take_capture_request(self) -> int:
         with self._lock:
             calls, self._capture_calls = self._capture_calls, 0
         return calls
+
+
+def _taken(request: threading.Event) -> bool:
+    """Whether `request` was asked for; it is cleared, so one ask is taken once."""
+    if request.is_set():
+        request.clear()
+        return True
+    return False
