@@ -16,9 +16,7 @@ ROUNDS=${ISSUE27_ROUNDS:-2}
 PROFILE=${ISSUE27_PROFILE---profile}  # ISSUE27_PROFILE= (empty): no profile pass in any way
 PASS_CALLS=${ISSUE27_PASS_CALLS:-10}  # calls in each way's profile pass (the TUI's p default is 10)
 D=.device/perturb
-OUT_DIR="${OUT:-/tmp/out}/issue27-$PART"
-mkdir -p "$OUT_DIR"
-log() { echo "[issue27 $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
+results_folder "issue27-$PART" issue27
 log "start $PART; $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader)"
 inputs() { for i in "$D/$1"_in*.npy; do printf -- '--input @%s ' "$i"; done; }
 perturb() {  # MODULE DEVICE

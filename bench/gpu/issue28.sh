@@ -10,9 +10,7 @@ set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
 D=${ISSUE28_BUNDLE:-.device/perturb}  # .device/issue19 for the light ResNet-50 (resnet50-cuda, resnet50-vulkan)
-OUT_DIR="${OUT:-/tmp/out}/issue28"
-mkdir -p "$OUT_DIR"
-log() { echo "[issue28 $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
+results_folder issue28
 log "start; $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader)"
 for part in "${@:-mm2-cuda mm2-vulkan mlp-cuda mlp-vulkan}"; do
   for one in $part; do

@@ -10,9 +10,7 @@ set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
 D=.device/perturb
-OUT_DIR="${OUT:-/tmp/out}/issue30"
-mkdir -p "$OUT_DIR"
-log() { echo "[issue30 $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
+results_folder issue30
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
 RUN=$(python3 -c "from gputop.core.profiling.profiles import runtime_tool; print(runtime_tool('iree-run-module'))")
 log "ncu: $NCU; $("$NCU" --version | tail -1); iree-run-module: $RUN"

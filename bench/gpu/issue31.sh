@@ -6,8 +6,7 @@ set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
 D=.device/perturb
-OUT_DIR="${OUT:-/tmp/out}/issue31"
-mkdir -p "$OUT_DIR"
+results_folder issue31
 inputs() { for i in "$D/$1"_in*.npy; do printf -- '--input @%s ' "$i"; done; }
 for device in cuda vulkan; do
   # shellcheck disable=SC2046

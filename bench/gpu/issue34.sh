@@ -9,9 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
 D=.device/perturb
-OUT_DIR="${OUT:-/tmp/out}/issue34"
-mkdir -p "$OUT_DIR"
-log() { echo "[issue34 $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
+results_folder issue34
 ins() { for i in "$D/$1"_in*.npy; do printf -- '--input @%s ' "$i"; done; }
 log "start; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 # shellcheck disable=SC2046
