@@ -255,3 +255,14 @@ def test_the_follower_reads_only_whole_new_lines(tmp_path: Path) -> None:
     assert follower.ended() == "finished"
     assert "gputop run demo:mlp --device cpu -n 1" in follower.origin
     shutil.rmtree(folder)
+
+
+def test_a_refusal_names_the_run_by_its_command_before_its_options() -> None:
+    """The refusal a viewer logs stays one row: the owner's command without its options (a session path among them)."""
+    from gputop.core.store.follow import describe_command
+
+    served = {"command_line": ["/venv/bin/gputop", "serve", "demo:mlp", "--session-dir", "/tmp/" + "x" * 200]}
+    assert describe_command(served, brief=True) == "gputop serve demo:mlp ..."
+    assert describe_command(served).endswith("x" * 200)  # the header's origin keeps it whole
+    module = {"command_line": ["/venv/bin/python", "-m", "gputop.tui", "model dir/m.mlir"]}
+    assert describe_command(module, brief=True) == "gputop 'model dir/m.mlir'"

@@ -26,9 +26,10 @@ def plain(screen: str) -> str:
 
 
 def words(screen: str) -> str:
-    """The screen's text as one line of words: a Log line that wraps ("... reload it │ │there") reads whole again,
-    wherever its wrap falls (it moves with the length of a pid in the line)."""
-    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", plain(screen)).split())
+    """The screen's text as one line of words: a Log line that wraps ("... reload it ▇▇│ │there") reads whole
+    again, wherever its wrap falls (it moves with the length of a pid in the line), past the pane's borders and the
+    scrollbar's thumb (block glyphs) on the row it wraps at."""
+    return " ".join(re.sub(r"[│╭╮╰╯─\u2580-\u259f]", " ", plain(screen)).split())
 
 
 class Viewer:
@@ -46,9 +47,12 @@ class Viewer:
         deadline = loop.time() + timeout
         while not test(self):
             remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise TimeoutError(f"never happened; screen ends with: {plain(self.screen)[-1500:]}")
-            message = await self.ws.receive(timeout=remaining)
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                message = await self.ws.receive(timeout=remaining)
+            except TimeoutError:
+                raise TimeoutError(f"never happened; screen ends with: {plain(self.screen)[-3000:]}") from None
             if message.type == aiohttp.WSMsgType.BINARY:
                 self.screen = (self.screen + message.data.decode("utf-8", "replace"))[-200_000:]
             elif message.type == aiohttp.WSMsgType.TEXT:

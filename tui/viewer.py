@@ -77,7 +77,7 @@ class AttachSource:
         self._follower = SessionFollower(folder)
         self.origin: str | None = self._follower.origin
         manifest = self._follower.manifest
-        self._owner = f"pid {manifest.get('pid', '?')} ({describe_command(manifest)})"
+        self._owner = f"pid {manifest.get('pid', '?')} ({describe_command(manifest, brief=True)})"
         self._target: _Poster | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -13,6 +13,7 @@ ending, or its process gone without one (`crashed`).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shlex
@@ -32,16 +33,25 @@ FIRST_LOOK_BYTES = 1 << 20  # a days-long record is not read from its start: its
 ENDED_STATES = (*FINAL_STATES, "crashed")
 
 
-def describe_command(manifest: dict[str, Any]) -> str:
-    """The command line that started the run, as the user would type it (`gputop serve demo:mlp ...`)."""
+def describe_command(manifest: dict[str, Any], brief: bool = False) -> str:
+    """The command line that started the run, as the user would type it (`gputop serve demo:mlp ...`).
+
+    `brief` keeps the words before the first option (`gputop serve demo:mlp`): enough to
+    recognise the run in a one-line message, which its options (a session folder's path
+    among them) would wrap over several rows.
+    """
     argv = [str(a) for a in manifest.get("command_line") or []]
     if not argv:
         return "?"
     program = os.path.basename(argv[0])
     if program == "__main__.py" or argv[1:3] == ["-m", "gputop.tui"]:  # python -m gputop.tui
-        rest = argv[3:] if argv[1:3] == ["-m", "gputop.tui"] else argv[1:]
-        return shlex.join(["gputop", *rest])
-    return shlex.join([program, *argv[1:]])
+        program, rest = "gputop", argv[3:] if argv[1:3] == ["-m", "gputop.tui"] else argv[1:]
+    else:
+        rest = argv[1:]
+    if brief:
+        before_options = list(itertools.takewhile(lambda word: not word.startswith("-"), rest))
+        return shlex.join([program, *before_options]) + (" ..." if len(before_options) < len(rest) else "")
+    return shlex.join([program, *rest])
 
 
 def describe_origin(manifest: dict[str, Any]) -> str:
