@@ -475,6 +475,11 @@ class ProfileSummary:
     overhead: ProfileOverhead | None = None  # the newest pass's calls against unprofiled ones (None: unmeasured)
     profiling_on: str | None = None  # what the pass had on: CUPTI activity kinds or IREE profiling modes
     neighbours: Neighbours | None = None  # who else used the GPU and the host during the newest pass
+    level: str = "default"  # default: explained calls within 5% where a cheaper run allows; full: every record
+    # Set where the kernel times come from another run than the explained calls (a default pass whose run with
+    # per-dispatch timestamps cost over 5%): that run's cost and what it had on.
+    kernels_overhead: ProfileOverhead | None = None
+    kernels_profiling_on: str | None = None
 
 
 @dataclass(frozen=True)

@@ -81,9 +81,15 @@ def test_the_control_channel_answers_with_the_runs_own_reasons(served: tuple[Pat
     assert ask(folder, "toggle_pause") == {"ok": True, "state": "paused"}
     poll(lambda: json.loads((folder / "manifest.json").read_text())["state"] == "paused")
     assert ask(folder, "toggle_pause") == {"ok": True, "state": "running"}
-    # A profile pass asked for from outside arrives in the record, as one asked for with `p` would.
-    assert ask(folder, "profile") == {"ok": True}
+    assert ask(folder, "profile", level="most") == {
+        "ok": False,
+        "reason": "no profile level 'most': one of default, full",
+    }
+    # A profile pass asked for from outside arrives in the record, as one asked for with `P` would, at its level.
+    assert ask(folder, "profile", level="full") == {"ok": True}
     poll(lambda: any(json.loads(line).get("profile") for line in (folder / "samples.jsonl").read_text().splitlines()))
+    profiled = [json.loads(line)["profile"] for line in (folder / "samples.jsonl").read_text().splitlines()]
+    assert [p["level"] for p in profiled if p][-1] == "full"
     report = ask(folder, "report")["report"]
     assert report["state"] == "running" and report["kernels"] and report["calls"]["count"] > 0
     exported = Path(ask(folder, "export")["path"])

@@ -318,7 +318,8 @@ def test_the_calls_window_is_on_this_processs_monotonic_clock(tmp_path: Path) ->
     import time
 
     from gputop.core.module.devices import resolve_device
-    from gputop.core.profiling.profiles import benchmark_call_ms, profile_with_ireeprof
+    from gputop.core.profiling.profiles import benchmark_call_ms
+    from gputop.core.profiling.tool_pass import profile_with_ireeprof
 
     vmfb = tmp_path / "m.vmfb"
     compiled = run_json("demo:mlp", "--device", "cpu", "-n", "0")[1]["compile"]["vmfb"]

@@ -388,3 +388,16 @@ async def test_the_collapsed_log_shows_the_newest_whole_messages() -> None:
             await pilot.press("p")
             await wait_for(pilot, lambda before=before: len(pane.messages) > before, timeout=120)
             await pilot.pause(0.5)
+
+
+async def test_shift_p_takes_a_full_pass() -> None:
+    """`P`: a full profile pass (every record in the explained calls), said in the log, its level on the summary."""
+    app = live_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 0)
+        await pilot.press("P")
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
+        assert app.snapshot is not None and app.snapshot.profile is not None
+        assert app.snapshot.profile.level == "full"
+        assert "profile: a full pass, every record in the explained calls" in log_text(app)
+        await pilot.press("q")

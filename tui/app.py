@@ -114,6 +114,7 @@ class GputopApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("space", "toggle_pause", "Pause"),
         Binding("p", "profile", "Profile"),
+        Binding("P", "profile('full')", "Full profile", show=False),
         Binding("n", "counters", "Counters"),
         Binding("t", "timeline", "Timeline"),
         Binding("c", "capture", "Capture"),
@@ -374,11 +375,13 @@ class GputopApp(App[int]):
         else:
             self.log_line("info", "paused" if state == "paused" else "resumed")
 
-    def action_profile(self) -> None:
+    def action_profile(self, level: str = "default") -> None:
         self.bring_forward(KernelsPane.PANE_ID)
-        reason = self.source.request_profile()
+        reason = self.source.request_profile(level)
         if reason:
             self.log_line("warning", f"profile: {reason}")
+        elif level == "full":  # said, as the pass it is: it may cost the calls more than 5%
+            self.log_line("info", "profile: a full pass, every record in the explained calls")
 
     def action_counters(self) -> None:
         self.bring_forward(KernelsPane.PANE_ID)

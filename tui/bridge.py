@@ -31,7 +31,7 @@ from gputop.core.errors import EXIT_RUNTIME, EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGT
 from gputop.core.module.devices import IREE_BACKENDS, list_devices
 from gputop.core.profiling.efficiency import ridge_intensity
 from gputop.core.profiling.neighbours import host_load_limit
-from gputop.core.profiling.overhead import overhead_text, overhead_warning
+from gputop.core.profiling.overhead import kernels_cost_text, overhead_text, overhead_warning
 from gputop.core.renderdoc.captures import CaptureVerifier, capture_info
 from gputop.core.run import RunConfig, Session
 from gputop.core.serving.access import exposure_warning
@@ -134,6 +134,7 @@ __all__ = [
     "host_load_limit",
     "host_load_text",
     "human_bytes",
+    "kernels_cost_text",
     "limits_line",
     "load_baseline",
     "mhz",
@@ -195,8 +196,8 @@ class SnapshotSource(Protocol):
         A source that can say why (a viewer whose run's channel did not answer) sets `pause_refused`.
         """
 
-    def request_profile(self) -> str | None:
-        """Ask for a profile pass; returns why not, or None."""
+    def request_profile(self, level: str = "default") -> str | None:
+        """Ask for a profile pass at `level` (default or full); returns why not, or None."""
 
     def request_capture(self) -> str | None:
         """Ask for a RenderDoc capture of the next call; returns why not, or None."""
@@ -350,10 +351,10 @@ class EngineBridge:
             return "running"
         return None
 
-    def request_profile(self) -> str | None:
+    def request_profile(self, level: str = "default") -> str | None:
         if self._session is None:
             return "nothing to profile while idle"
-        return self._session.request_profile()
+        return self._session.request_profile(level)
 
     def request_capture(self) -> str | None:
         if self._session is None:
@@ -428,7 +429,7 @@ class ReplaySource:
     def toggle_pause(self) -> str | None:
         return None
 
-    def request_profile(self) -> str | None:
+    def request_profile(self, level: str = "default") -> str | None:
         return RECORDED
 
     def request_capture(self) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputop.core.profiling.overhead import overhead_text, overhead_warning
+from gputop.core.profiling.overhead import kernels_cost_text, overhead_text, overhead_warning
 from gputop.core.units import (
     ABOVE_ESTIMATE,
     ESTIMATE_NOTE,
@@ -337,6 +337,10 @@ def overhead_lines(profile: dict[str, Any]) -> list[str]:
     warning = overhead_warning(cost, profile.get("profiling_on"))
     if warning:
         lines.append(f"WARNING   {warning}")
+    separate = kernels_cost_text(profile.get("kernels_overhead"))
+    if separate:
+        lines.append(f"kernels   {separate}")
+        lines.append(f"          {overhead_text(profile['kernels_overhead'])}, {profile.get('kernels_profiling_on')}")
     return lines
 
 

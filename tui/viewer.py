@@ -219,8 +219,8 @@ class AttachSource:
         self.pause_refused = str(reply.get("reason") or "refused")
         return None
 
-    def request_profile(self) -> str | None:
-        return self._reason("profile")
+    def request_profile(self, level: str = "default") -> str | None:
+        return self._reason("profile", level=level)
 
     def request_capture(self) -> str | None:
         return self._reason("capture", calls=1)

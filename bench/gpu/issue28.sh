@@ -5,7 +5,8 @@
 #   carry: .whl .whl-cuda .gl .device     then:  bash bench/gpu/issue28.sh [MODULE-DEVICE ...]
 # Default: mm2-cuda mm2-vulkan mlp-cuda mlp-vulkan. Needs .device/perturb/ (compiled on the CPU machine, see its
 # README.txt) and .device/common/call_marks.so (built from core/profiling/call_marks.c on the CPU machine: the
-# GPU machine has no C compiler). Results: $OUT/issue28/MODULE_DEVICE.{json,txt}.
+# GPU machine has no C compiler). Results: $OUT/issue28/MODULE_DEVICE.{json,txt}. ISSUE28_LEVEL=full measures
+# full passes; the default level's second run (no dispatch timestamps) is a bench variant on Vulkan and HIP.
 set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
@@ -19,7 +20,7 @@ for part in "${@:-mm2-cuda mm2-vulkan mlp-cuda mlp-vulkan}"; do
     for i in "$D/${module}"_in*.npy; do args+=(--input "@$i"); done
     timeout "${ISSUE28_TIMEOUT:-280}" python3 bench/profile_overhead.py --vmfb "$D/${module}_${device}.vmfb" \
       --device "$device" --function "$module" "${args[@]}" --rounds "${ISSUE28_ROUNDS:-7}" \
-      --calls "${ISSUE28_CALLS:-300}" --passes "${ISSUE28_PASSES:-3}" --json "$OUT_DIR/${module}_${device}.json" \
+      --calls "${ISSUE28_CALLS:-300}" --passes "${ISSUE28_PASSES:-3}" --level "${ISSUE28_LEVEL:-default}" --json "$OUT_DIR/${module}_${device}.json" \
       > "$OUT_DIR/${module}_${device}.txt" 2>&1 || log "$module $device failed (exit $?)"
     tail -12 "$OUT_DIR/${module}_${device}.txt" | tee -a "$OUT_DIR/log.txt"
   done

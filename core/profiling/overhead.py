@@ -21,9 +21,11 @@ from typing import Any
 from gputop.core.snapshot import ProfileOverhead
 
 __all__ = [
+    "PROFILE_LEVELS",
     "RUN_WINDOW_MIN",
     "SLOW_CALL_ENV",
     "WARN_RATIO",
+    "kernels_cost_text",
     "measure_overhead",
     "overhead_text",
     "overhead_warning",
@@ -31,6 +33,9 @@ __all__ = [
     "slowed_for_test",
 ]
 
+# The levels of a profile pass (`tool_pass.py`): default explains calls within WARN_RATIO where a cheaper run
+# allows; full keeps every record, whatever it costs, and says what.
+PROFILE_LEVELS = ("default", "full")
 WARN_RATIO = 1.05  # profiled calls more than 5% slower than unprofiled ones: the kernel times are suspect
 RUN_WINDOW_MIN = 20  # at least this many of the run's calls are the in-process pass's reference
 # Test hook: microseconds of real sleep added inside every profiled call's timed window (the in-process
@@ -92,3 +97,14 @@ def slowed_for_test(call_once: Callable[[], object]) -> Callable[[], object]:
         return result
 
     return slowed
+
+
+def kernels_cost_text(kernels_overhead: Mapping[str, Any] | None) -> str | None:
+    """Where a default pass's kernel times come from when its run with every record cost over WARN_RATIO: that
+    run and its cost (the call breakdown explains the cheaper run); None when one run gave both."""
+    if not kernels_overhead:
+        return None
+    return (
+        f"kernel times from a run with per-dispatch timestamps, {kernels_overhead['ratio']:.2f}x the unprofiled "
+        f"calls (over {WARN_RATIO:.2f}): the breakdown explains a run without them"
+    )

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import statistics
 import subprocess
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +26,10 @@ import numpy as np
 
 from gputop.core.errors import ProfileError
 from gputop.core.files import require_file
-from gputop.core.processes import child_options, last_line, run_logged
-from gputop.core.profiling.call_marks import call_windows, marks_environment, marks_library, read_marks
-from gputop.core.profiling.overhead import measure_overhead
+from gputop.core.processes import child_options
+from gputop.core.profiling.call_marks import call_windows
 from gputop.core.profiling.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
-from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, build_breakdown, call_trace, fit_clock
+from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, call_trace, fit_clock
 from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
 
 __all__ = [
@@ -44,6 +41,7 @@ __all__ = [
     "OpSpan",
     "ProfileRecords",
     "benchmark_call_ms",
+    "breakdown_source",
     "calls_window_ns",
     "chrome_trace",
     "decode_bundle",
@@ -54,7 +52,6 @@ __all__ = [
     "parse_ireeperf",
     "parse_records",
     "pass_stem",
-    "profile_with_ireeprof",
     "profiled_calls_command",
     "read_profile",
     "runtime_tool",
@@ -69,13 +66,6 @@ PROFILING_MODES = {
     "local-task": "host-execution,queue-events,memory-events",
     "local-sync": "host-execution,queue-events,memory-events",
 }
-# iree-benchmark-module begins profiling with its device, before its first call: none of its calls is unprofiled.
-# Two runs, one on each side of the pass: a GPU's clocks and caches drift from one tool run to the next (the
-# first of a series ran slower on an H200), and the mean of a run before and one after cancels a steady drift.
-UNPROFILED_TOOL_METHOD = (
-    "separate unprofiled runs of the same tool: {calls} calls of iree-benchmark-module without profiling, "
-    "half just before the pass and half just after (the tool profiles every call it makes once profiling is on)"
-)
 TIMING = {
     "dispatch_event": "device timestamps",
     "host_execution_event": "host execution (CPU device)",
@@ -326,12 +316,12 @@ def chrome_trace(events: list[DispatchEvent], device_id: str) -> dict[str, Any]:
     return {"traceEvents": trace_events, "displayTimeUnit": "ms"}
 
 
-def decode_bundle(path: Path) -> ProfileRecords:
-    """The records of an `.ireeprof` bundle, via `iree-profile export`."""
+def decode_bundle(path: Path, *, dispatches: bool = True) -> ProfileRecords:
+    """The records of an `.ireeprof` bundle, via `iree-profile export`; with `dispatches`, at least one dispatch."""
     if require_file(path, allow_empty=True) == 0:
         raise ProfileError(f"{path}: empty profile bundle")
     records = parse_records(export_jsonl(path, runtime_tool("iree-profile")))
-    if not records.dispatches:
+    if dispatches and not records.dispatches:
         raise ProfileError(f"{path}: the profile holds no dispatch events")
     return records
 
@@ -398,99 +388,26 @@ def write_trace(events: list[DispatchEvent], device_id: str, path: Path, *, call
 
 
 def profiled_calls_command(
-    vmfb: Path, devices: list[DeviceInfo], function: str, input_args: Sequence[str], bundle: Path
+    vmfb: Path,
+    devices: list[DeviceInfo],
+    function: str,
+    input_args: Sequence[str],
+    bundle: Path,
+    modes: str | None = None,
 ) -> list[str]:
     """IREE's benchmark tool timing each call once, with the device profiler of the first device's backend
-    (one of PROFILING_MODES) writing `bundle`: the profile pass and the transfer cross-check alike."""
+    writing `bundle` (`modes`, by default its PROFILING_MODES): the profile pass and the transfer cross-check
+    alike."""
     return [
         runtime_tool("iree-benchmark-module"),
         f"--module={vmfb}",
         *[f"--device={device_uri(d)}" for d in devices],
         f"--function={function}",
         *[f"--input={arg}" for arg in input_args],
-        f"--device_profiling_mode={PROFILING_MODES[devices[0].backend]}",
+        f"--device_profiling_mode={modes or PROFILING_MODES[devices[0].backend]}",
         f"--device_profiling_output={bundle}",
         "--benchmark_min_time=1x",
     ]
-
-
-def profile_with_ireeprof(
-    vmfb: Path,
-    devices: list[DeviceInfo],
-    function: str,
-    input_args: list[str],
-    calls: int,
-    out_dir: Path,
-    cancel: threading.Event | None = None,
-    *,
-    with_overhead: bool = True,
-) -> tuple[ProfileSummary, list[DispatchEvent], tuple[float, float] | None]:
-    """Run `calls` profiled calls with the shipped benchmark tool; decode; write the trace.
-
-    With `with_overhead`, the same tool first makes `calls` calls without profiling, and the
-    summary's `overhead` sets the profiled calls against them (`overhead.py` says why a separate run).
-    Returns the summary, the dispatches, and when the calls ran (IREE's host clock, CLOCK_MONOTONIC
-    ns; None when the records place no call): the tool's own start-up is not the calls' time.
-    """
-    device = devices[0]
-    if device.backend not in PROFILING_MODES:
-        raise ProfileError(f"IREE HAL-native profiling is not available for {device.backend}")
-    stem = pass_stem(out_dir)
-    bundle = out_dir / f"{stem}.ireeprof"
-    timings = out_dir / f"{stem}-calls.json"
-    profiled = profiled_calls_command(vmfb, devices, function, input_args, bundle)
-    command = [*profiled, *timed_repetitions(calls, timings)]
-    log = out_dir / f"{stem}.log"
-    unprofiled_ms: list[float] = []
-    # The same command with its profiling flags taken out: the runs differ in profiling alone (and in the call
-    # marks, which the pass's cost includes).
-    unprofiled = [arg for arg in profiled if not arg.startswith("--device_profiling_")]
-
-    def unprofiled_run(side: str) -> list[float]:
-        timings_path, log_path = out_dir / f"{stem}-unprofiled-{side}.json", out_dir / f"{stem}-unprofiled-{side}.log"
-        output, code = run_logged(
-            [*unprofiled, *timed_repetitions(calls, timings_path)], log_path, cancel,
-            what=f"the unprofiled run {side} the pass",
-        )  # fmt: skip
-        if code != 0:
-            raise ProfileError(
-                f"the unprofiled run {side} the pass failed: {last_line(output) or f'exit {code}'}",
-                log_path=str(log_path),
-            )
-        return benchmark_call_ms(timings_path)
-
-    if with_overhead:
-        unprofiled_ms += unprofiled_run("before")
-    # Call marks: where each call starts and ends, so nothing of a call is left outside the records.
-    library, no_marks = marks_library()
-    marks = out_dir / f"{stem}-marks.txt"
-    env = marks_environment(library, marks) if library is not None else None
-    output, code = run_logged(command, log, cancel, what="the profiling run", env=env)
-    if code != 0:
-        raise ProfileError(f"the profiling run failed: {last_line(output) or f'exit {code}'}", log_path=str(log))
-    if with_overhead:
-        unprofiled_ms += unprofiled_run("after")
-    records = decode_bundle(bundle)
-    events = records.dispatches
-    walls = benchmark_call_ms(timings)
-    pairs = read_marks(marks) if library is not None else []
-    calls_records, fit = ireeprof_calls(records, walls, [d.id for d in devices], marks=pairs)
-    if library is None:
-        fit += f"; call boundaries unseen ({no_marks})"
-    breakdown = build_breakdown(calls_records, source=_breakdown_source(records), fit=fit)
-    trace = write_trace(events, device.id, out_dir / f"{stem}.trace.json", calls=calls_records)
-    summary = summarize_events(
-        events, calls=calls, source="ireeprof", device_id=device.id,
-        call_wall_ms=statistics.fmean(walls) if walls else None,  # the tool's synced wall time of one call
-        pools=records.pools, profile_path=str(bundle), trace_path=str(trace),
-    )  # fmt: skip
-    method = UNPROFILED_TOOL_METHOD.format(calls=len(unprofiled_ms))
-    overhead = measure_overhead(summary.call_wall_ms, unprofiled_ms, method)
-    summary = replace(
-        summary, call_breakdown=breakdown, hints=explain_hints(bundle), overhead=overhead,
-        profiling_on=f"IREE profiling modes {PROFILING_MODES[device.backend]}",
-    )  # fmt: skip
-    return summary, events, calls_window_ns(calls_records)
 
 
 def calls_window_ns(calls: list[CallRecords]) -> tuple[float, float] | None:
@@ -536,9 +453,11 @@ def benchmark_call_ms(path: Path) -> list[float]:
 ALLOC_OPS = ("alloca", "dealloca")
 
 
-def _breakdown_source(records: ProfileRecords) -> str:
+def breakdown_source(records: ProfileRecords) -> str:
     if any(span.on_host_clock for span in records.op_spans):
         return "ireeprof queue events and host execution events"
+    if not records.dispatches:
+        return "ireeprof queue events and device queue events (device busy: each submission's span, dispatches untimed)"
     return "ireeprof queue events, device queue events and dispatch events"
 
 
@@ -678,6 +597,7 @@ def ireeprof_calls(
                 device_work=tuple(work.get(index, [])),
                 completion_seen_ns=min(seen) if seen else device_end,
                 kernel_ns=kernel_ns.get(index, 0.0),
+                dispatches_timed=bool(records.dispatches),
             )
         )
     return result, f"{fit_text}; {split}"

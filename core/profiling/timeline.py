@@ -64,6 +64,9 @@ class CallRecords:
     device_work: tuple[Interval, ...] = ()  # dispatches (and copies) running on a device
     completion_seen_ns: float | None = None  # when the host saw the device's last work done
     kernel_ns: float = 0.0  # the dispatches' own summed time
+    # False where the records time submissions but not their dispatches (a pass's run without per-dispatch
+    # timestamps): a submission's span is then the device busy with it, idle gaps inside it not told apart.
+    dispatches_timed: bool = True
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,8 @@ def _kind_at(call: CallRecords, t0: float, t1: float, last_device_end: float | N
         names = sorted({i.name for i in running})
         return "device_busy", " + ".join(names), running[0].device
     submitted = _active(call.submissions, t0, t1)
+    if submitted and not call.dispatches_timed:
+        return "device_busy", f"{submitted[0].name} (its dispatches untimed)", submitted[0].device
     if submitted:
         return "device_idle", submitted[0].name, submitted[0].device
     if last_device_end is not None and t0 >= last_device_end:

@@ -111,6 +111,7 @@ class RunConfig:
     rtol: float | None = None  # None: the default of each output's element type (check.TOLERANCES)
     atol: float | None = None
     profile: bool = False  # one profile pass after the steady calls (gputop run --profile)
+    profile_level: str = "default"  # gputop run --profile=full; the periodic passes' level (tool_pass.py)
     profile_calls: int = 10  # calls in a profile pass asked for while running (the TUI's p)
     profile_every_s: float | None = None  # keep profiling periodically, merging passes
     devices: tuple[str, ...] = ()  # --devices D1,D2: one named target device each (device_a, device_b, ...)

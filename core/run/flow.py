@@ -46,8 +46,8 @@ class Flow(Protocol):
     def calls(self, limit: int) -> int:
         """Make up to `limit` synced calls, recording each one's time; returns how many were made."""
 
-    def profile(self, calls: int) -> None:
-        """One profile pass of `calls` calls (asked for only when `why_no_profile` allowed it)."""
+    def profile(self, calls: int, level: str = "default") -> None:
+        """One profile pass of `calls` calls at `level` (asked for only when `why_no_profile` allowed it)."""
 
     def capture(self, calls: int) -> int:
         """A RenderDoc capture of up to `calls` calls; returns how many were made."""

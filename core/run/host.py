@@ -91,8 +91,8 @@ class RunHost:
         if self._session is not None:
             self._session.stop(exit_code=exit_code)
 
-    def request_profile(self) -> str | None:
-        return self.session.request_profile()
+    def request_profile(self, level: str = "default") -> str | None:
+        return self.session.request_profile(level)
 
     def request_counters(self) -> str | None:
         return self.session.request_counters()

@@ -224,13 +224,14 @@ class IreeFlow:
         self._ctx.state.add_call(time.perf_counter() - started)
         return 1
 
-    def profile(self, calls: int) -> None:
+    def profile(self, calls: int, level: str = "default") -> None:
         runner = self.runner
         self._passes.take(
             calls,
             function=self._ctx.state.function or runner.default_function(),
             input_files=self._tool_inputs(),
             call_once=runner.steady_call,
+            level=level,
         )
 
     def count(self) -> None:

@@ -139,7 +139,7 @@ class OpenCLFlow(Uncapturable, Uncountable):
         breakdown = build_breakdown(records, source=BREAKDOWN_SOURCE, fit=BREAKDOWN_FIT)
         self._ctx.state.set_profile(replace(summary, call_breakdown=breakdown))
 
-    def profile(self, calls: int) -> None:
+    def profile(self, calls: int, level: str = "default") -> None:
         """Never asked for (`why_no_profile`): every call is already timed by its events."""
 
     def close(self) -> None:

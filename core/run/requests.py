@@ -103,6 +103,7 @@ class Controls:
         self._running = threading.Event()  # cleared while paused
         self._running.set()
         self._profile = threading.Event()
+        self._profile_level = "default"
         self._counters = threading.Event()
         self._lock = threading.Lock()
         self._capture_calls = 0
@@ -123,7 +124,11 @@ class Controls:
     def resume(self) -> None:
         self._running.set()
 
-    def ask_profile(self) -> None:
+    def ask_profile(self, level: str = "default") -> None:
+        """A pass at `level`; a full pass asked for while a default one waits makes the waiting one full."""
+        with self._lock:
+            if not self._profile.is_set() or level == "full":
+                self._profile_level = level
         self._profile.set()
 
     def ask_counters(self) -> None:
@@ -156,8 +161,10 @@ class Controls:
         """Sleep until resumed, stopped or `timeout` passes; the loop then looks at its requests again."""
         self._running.wait(timeout)
 
-    def take_profile_request(self) -> bool:
-        return _taken(self._profile)
+    def take_profile_request(self) -> str | None:
+        """The level of the pass asked for (`tool_pass.PROFILE_LEVELS`), or None when none was."""
+        with self._lock:
+            return self._profile_level if _taken(self._profile) else None
 
     def take_counters_request(self) -> bool:
         return _taken(self._counters)

@@ -40,6 +40,7 @@ from gputop.core.errors import (
 from gputop.core.files import file_sha256
 from gputop.core.paths import new_session_dir, note_session_dir
 from gputop.core.profiling.neighbours import NeighbourWatch, watch_roots
+from gputop.core.profiling.overhead import PROFILE_LEVELS
 from gputop.core.run.capture import RenderDocHook
 from gputop.core.run.config import RunConfig
 from gputop.core.run.flow import Flow, RunContext
@@ -130,11 +131,14 @@ class Session:
         """
         self._controls.stop(exit_code)
 
-    def request_profile(self) -> str | None:
-        """Take a profile pass between calls, as soon as the call in flight is done; returns why not, or None."""
+    def request_profile(self, level: str = "default") -> str | None:
+        """Take a profile pass at `level` between calls, as soon as the call in flight is done; returns why not,
+        or None."""
+        if level not in PROFILE_LEVELS:
+            return f"no profile level {level!r}: one of {', '.join(PROFILE_LEVELS)}"
         reason = why_no_profile(self.snapshot, self._flow_kind())
         if reason is None:
-            self._controls.ask_profile()
+            self._controls.ask_profile(level)
         return reason
 
     def request_counters(self) -> str | None:
@@ -372,14 +376,15 @@ class Session:
                 self._start_counters(flow)
                 continue
             periodic = next_profile is not None and time.monotonic() >= next_profile
-            if controls.take_profile_request() or periodic:
+            asked = controls.take_profile_request()
+            if asked or periodic:
                 if periodic:
                     reason = why_no_profile(self.snapshot, flow.kind)
                     if reason is not None:  # say it once, and stop trying
                         self._state.event("warning", f"profile: {reason}")
                         every = next_profile = None
                         continue
-                self._profile_pass(flow, self.config.profile_calls)
+                self._profile_pass(flow, self.config.profile_calls, asked or self.config.profile_level)
                 if every:
                     next_profile = time.monotonic() + every
                 continue
@@ -397,7 +402,7 @@ class Session:
         if reason is not None:
             self._state.event("warning", f"profile: {reason}")
             return
-        self._profile_pass(flow, calls)
+        self._profile_pass(flow, calls, self.config.profile_level)
 
     def _start_counters(self, flow: Flow) -> bool:
         """Start a counters pass beside the calls (refused for the same reasons as `n`); whether it started."""
@@ -440,13 +445,13 @@ class Session:
         if neighbours.warning:
             self._state.event("warning", f"calls: {neighbours.warning}")
 
-    def _profile_pass(self, flow: Flow, calls: int) -> None:
+    def _profile_pass(self, flow: Flow, calls: int, level: str) -> None:
         """One pass, with who else used the GPU and the host meanwhile on its summary (and a warning if anyone)."""
         watch = self._watch
         window = watch.open_window() if watch is not None else None
         before = self._state.profile
         try:
-            flow.profile(calls)
+            flow.profile(calls, level)
         finally:
             neighbours = watch.close_window(window) if watch is not None and window is not None else None
         after = self._state.profile

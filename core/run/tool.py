@@ -78,7 +78,7 @@ class ToolFlow(Uncapturable, Uncountable):
             self._ctx.state.add_call(seconds)
         return batch  # made, even if the tool's timing file came back short
 
-    def profile(self, calls: int) -> None:
+    def profile(self, calls: int, level: str = "default") -> None:
         """Never asked for (`why_no_profile`): the calls run in another process."""
 
     def close(self) -> None:

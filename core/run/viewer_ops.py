@@ -40,7 +40,7 @@ class Remote(Protocol):
 
     def resume(self) -> None: ...
 
-    def request_profile(self) -> str | None: ...
+    def request_profile(self, level: str = "default") -> str | None: ...
 
     def request_capture(self, calls: int = 1) -> str | None: ...
 
@@ -73,8 +73,11 @@ def _toggle_pause(run: Remote, _request: dict[str, Any]) -> dict[str, Any]:
     return _refused(f"nothing to pause while {state}")
 
 
-def _profile(run: Remote, _request: dict[str, Any]) -> dict[str, Any]:
-    reason = run.request_profile()
+def _profile(run: Remote, request: dict[str, Any]) -> dict[str, Any]:
+    level = request.get("level", "default")
+    if not isinstance(level, str):
+        return _refused("level: default or full")
+    reason = run.request_profile(level)
     return _refused(reason) if reason else {"ok": True}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputop.core.profiling.overhead import PROFILE_LEVELS
 from gputop.core.run.host import RunHost
 from gputop.tui.cli.compare import add_gate_arguments, baseline_gate, judge_run
 from gputop.tui.cli.headless import drive, ending
@@ -33,8 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--profile",
-        action="store_true",
-        help="after the steady calls, profile as many calls for per-dispatch device times",
+        nargs="?",
+        const="default",
+        choices=PROFILE_LEVELS,
+        metavar="LEVEL",
+        help="after the steady calls, profile as many calls for per-dispatch device times and where the call "
+        "time went; --profile=full keeps per-dispatch timestamps in the explained calls whatever they cost "
+        "(default: where they cost over 5%%, the breakdown explains a second run without them)",
     )
     parser.add_argument(
         "--counters",

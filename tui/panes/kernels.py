@@ -179,6 +179,8 @@ class KernelsPane(BoxPane):
         timing = profile.kernels[0].timing if profile.kernels else ""
         limits = limits_line(profile)
         cost = f"\n{overhead_text(to_json(profile.overhead))}" if profile.overhead is not None else ""
+        if profile.kernels_overhead is not None:  # the kernel times are another run's, which cost more
+            cost += f"\nkernel times: a run {profile.kernels_overhead.ratio:.2f}x (per-dispatch timestamps)"
         measured = counters_line(snapshot.counters_pass)
         show_text(
             summary,

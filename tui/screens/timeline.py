@@ -29,6 +29,7 @@ from gputop.tui.bridge import (
     CallSegment,
     LiveBaseline,
     RunSnapshot,
+    kernels_cost_text,
     ms_fixed,
     overhead_text,
     overhead_warning,
@@ -168,6 +169,9 @@ def render_timeline(
         warning = overhead_warning(cost, profile.profiling_on)
         if warning:
             records.append(Text(f"⚠ {warning}", style="bold yellow"))
+        separate = kernels_cost_text(to_json(profile.kernels_overhead) if profile.kernels_overhead else None)
+        if separate:
+            records.append(Text(separate, style="dim"))
     side_by_side = width >= 100  # then the largest segments sit beside the totals, in their rows
     wanted = len(largest_segments(breakdown.median_call))
     required = sum(_rows(line, width) for line in [*strips, *records]) + 1 + len(KINDS) + 2  # and the totals
