@@ -248,9 +248,10 @@ def test_help_lists_every_key_the_app_answers_to() -> None:
 
     names = {"question_mark": "?", "space": "space"}
     listed: set[str] = set()
-    for key, _ in KEYS:
-        first, dash, last = key.partition("-")
-        listed |= {str(n) for n in range(int(first), int(last) + 1)} if dash and first.isdigit() else {key}
+    for keys, _ in KEYS:
+        for key in keys.split(", "):  # "p, P": one line for a key and its shifted form
+            first, dash, last = key.partition("-")
+            listed |= {str(n) for n in range(int(first), int(last) + 1)} if dash and first.isdigit() else {key}
     for binding in GputopApp.BINDINGS:
         assert isinstance(binding, Binding)
         for key in binding.key.split(","):

@@ -15,9 +15,10 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.containers import Vertical
-from textual.visual import VisualType
+from textual.visual import VisualType, visualize
 from textual.widgets import DataTable, Static
 
 from gputop.tui.bridge import RunSnapshot
@@ -115,8 +116,9 @@ def share_rows(panes: Sequence[BoxPane], available: int, used: int) -> bool:
     return changed
 
 
-# What each Static shows now: (what it is, how many lines), so that a frame that changes nothing costs nothing.
-_SHOWN: weakref.WeakKeyDictionary[Static, tuple[object, int | None]] = weakref.WeakKeyDictionary()
+# What each Static shows now: (what it is, its height in rows, at what width), so that a frame that changes nothing
+# costs nothing, and one that changes text without changing its height costs no layout pass.
+_SHOWN: weakref.WeakKeyDictionary[Static, tuple[object, int | None, int]] = weakref.WeakKeyDictionary()
 
 
 def show_text(widget: Static, content: VisualType, key: object = None) -> None:
@@ -124,22 +126,25 @@ def show_text(widget: Static, content: VisualType, key: object = None) -> None:
 
     A layout pass over the whole screen was most of a frame's cost, paid ten
     times a second for numbers that tick in place. Text (a `str` or a Rich
-    `Text`) with as many lines as before, each within the widget's width, is
-    repainted only; anything else (a table: give it a `key` saying what it
-    shows) is laid out again, and only when it changed.
+    `Text`) as many rows high as before at the same width is repainted only;
+    text that wraps is measured as the layout would measure it (Textual's own
+    `get_height` at the widget's width: a narrow Memory pane wraps its device
+    line on every frame, and laid the screen out again each time). Anything
+    else (a table: give it a `key` saying what it shows) is laid out again,
+    and only when it changed.
     """
+    width = widget.content_region.width
+    height: int | None = None
     if isinstance(content, str | Text):
         plain = content.plain if isinstance(content, Text) else content
         key = (plain, tuple(content.spans)) if isinstance(content, Text) else plain
         lines = plain.split("\n")
-        height: int | None = len(lines)
-        if max(map(len, lines)) > widget.content_region.width:
-            height = None  # it may wrap: lay it out
-    else:
-        height = None
+        height = len(lines)
+        if width > 0 and max(map(cell_len, lines)) > width:  # measured as Widget.get_content_height measures it
+            height = visualize(widget, content).get_height(widget.styles, width)  # type: ignore[arg-type]
     shown = _SHOWN.get(widget)
     if key is not None and shown is not None and shown[0] == key:
         return
-    same_height = height is not None and shown is not None and shown[1] == height and widget.content_region.width > 0
-    _SHOWN[widget] = (key, height)
+    same_height = height is not None and shown is not None and shown[1:] == (height, width) and width > 0
+    _SHOWN[widget] = (key, height, width)
     widget.update(content, layout=not same_height)

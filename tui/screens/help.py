@@ -23,8 +23,7 @@ _PANE_KEYS = by_key()
 KEYS = (
     ("q", "quit (stops the engine, restores the terminal)"),
     ("space", "pause / resume the calls"),
-    ("p", "profile now: kernel times, where the call's time goes"),
-    ("P", "full profile: every record, whatever it costs"),
+    ("p, P", "profile now (P: a full pass, every record at any cost)"),
     ("n", "counters: hardware counters per kernel (ncu, CUDA)"),
     ("t", "timeline: where the median profiled call's time goes"),
     ("c", "RenderDoc capture of the next call (Vulkan)"),
