@@ -433,6 +433,9 @@ class CallBreakdown:
     median_call: tuple[CallSegment, ...]  # the call with the median wall time, segment by segment
     source: str  # which records: ireeprof queue/device events, host execution, CUPTI API activity, OpenCL events
     fit: str  # how device time was put on the host time axis
+    # True where kernel_ms was timed in another run than the segments (a default pass that explained a run without
+    # per-dispatch timestamps): then it is not inside device_busy_ms, and may exceed it.
+    kernels_apart: bool = False
 
 
 @dataclass(frozen=True)

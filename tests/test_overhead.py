@@ -132,7 +132,12 @@ def test_a_dear_default_pass_explains_a_run_without_dispatch_timestamps(tmp_path
     breakdown = report["call_breakdown"]
     assert "dispatches untimed" in breakdown["source"] and breakdown["totals"]["device_idle_ms"] == 0
     assert breakdown["totals"]["device_busy_ms"] > 0
-    assert breakdown["kernel_ms"] == pytest.approx(report["call_kernel_ms"])
+    assert breakdown["kernel_ms"] == pytest.approx(report["call_kernel_ms"]) and breakdown["kernels_apart"]
+    assert "(timed in another run)" in printout
+    # The kernel table's wall is the run it was timed in (its gap is one run's), the breakdown's the explained one.
+    (full_calls,) = session.glob("profile-??????-calls.json")
+    assert report["call_wall_ms"] == pytest.approx(statistics.fmean(benchmark_call_ms(full_calls)))
+    assert first["profiled_mean_ms"] == pytest.approx(report["call_wall_ms"])
     assert [k for k in report["kernels"] if k["count"] == 10]  # the kernel table is whole
     assert "kernels   kernel times from a run with per-dispatch timestamps" in printout
     # The slowing hook slows the cheaper run too: its own warning stands.

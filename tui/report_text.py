@@ -363,7 +363,8 @@ def breakdown_table(breakdown: dict[str, Any]) -> list[str]:
     lines = [
         f"breakdown {breakdown['calls']} calls, {ms_fixed(wall)} synced per call, "
         f"kernels {ms_fixed(breakdown['kernel_ms'])} "
-        f"(inside device busy); from {breakdown['source']}",
+        f"({'timed in another run' if breakdown.get('kernels_apart') else 'inside device busy'}); "
+        f"from {breakdown['source']}",
         f"          device time on the host clock: {breakdown['fit']}",
     ]
     for key, label, meaning in BREAKDOWN_ROWS:

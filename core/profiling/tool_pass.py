@@ -175,7 +175,9 @@ def profile_with_ireeprof(
     trace = write_trace(events, device.id, out_dir / f"{tool.stem}.trace.json", calls=full.calls)
     summary = summarize_events(
         events, calls=calls, source="ireeprof", device_id=device.id,
-        call_wall_ms=statistics.fmean(explained.walls_ms) if explained.walls_ms else None,  # the tool's synced wall
+        # The synced wall of the run the kernels were timed in, so that wall minus kernels is one run's gap; the
+        # explained calls' own wall is the breakdown's and `overhead.profiled_mean_ms`.
+        call_wall_ms=statistics.fmean(full.walls_ms) if full.walls_ms else None,
         pools=full.records.pools, profile_path=str(full.bundle), trace_path=str(trace),
     )  # fmt: skip
     source = breakdown_source(explained.records)
@@ -183,7 +185,7 @@ def profile_with_ireeprof(
     separate = explained is not full
     if separate and breakdown is not None:  # the kernels' own time, from the run that timed each dispatch
         breakdown = replace(
-            breakdown, kernel_ms=summary.call_kernel_ms,
+            breakdown, kernel_ms=summary.call_kernel_ms, kernels_apart=True,
             source=f"{source}; kernel time from the run with per-dispatch timestamps",
         )  # fmt: skip
     summary = replace(

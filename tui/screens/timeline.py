@@ -63,7 +63,8 @@ def totals_table(breakdown: CallBreakdown) -> Text:
         share = percent(100 * value / wall).rjust(6) if wall else "    -"
         lines.append(f"{glyph} {label:<12}", style=style)
         lines.append(f" {ms_fixed(value):>13} {share}\n")
-    lines.append(f"  {'kernels':<12} {ms_fixed(breakdown.kernel_ms):>13} (in busy)\n", style="dim")
+    where = "(timed in another run)" if breakdown.kernels_apart else "(in busy)"
+    lines.append(f"  {'kernels':<12} {ms_fixed(breakdown.kernel_ms):>13} {where}\n", style="dim")
     lines.append(f"  {'call':<12} {ms_fixed(wall):>13}  100%", style="bold")
     return lines
 
