@@ -126,10 +126,10 @@ class Controls:
 
     def ask_profile(self, level: str = "default") -> None:
         """A pass at `level`; a full pass asked for while a default one waits makes the waiting one full."""
-        with self._lock:
+        with self._lock:  # the level and the ask together: a second asker never overwrites a full one half-way
             if not self._profile.is_set() or level == "full":
                 self._profile_level = level
-        self._profile.set()
+            self._profile.set()
 
     def ask_counters(self) -> None:
         self._counters.set()
