@@ -1,9 +1,10 @@
 """Per-dispatch device times from IREE's HAL-native profiling (`.ireeprof`).
 
 The Python bindings cannot open a profile sink, but IREE's shipped tools can:
-a profile pass runs `iree-benchmark-module` on the very `.vmfb`, device and
-inputs of the session with `--device_profiling_mode`, then decodes the bundle
-with `iree-profile export --format=ireeperf-jsonl`. Dispatch times come from
+a profile pass (`tool_pass.py`) runs `iree-benchmark-module` on the very
+`.vmfb`, device and inputs of the session with `--device_profiling_mode`;
+this module builds that command and decodes the bundle with `iree-profile
+export --format=ireeperf-jsonl` into dispatches and calls. Dispatch times come from
 device timestamps (Vulkan, HIP) or from the CPU executing the dispatch
 (local-task, whose "device" is the host); nothing here is a host clock
 wrapped around asynchronous work. The pass also yields a Chrome trace
