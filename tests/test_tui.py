@@ -401,3 +401,27 @@ async def test_shift_p_takes_a_full_pass() -> None:
         assert app.snapshot.profile.level == "full"
         assert "profile: a full pass, every record in the explained calls" in log_text(app)
         await pilot.press("q")
+
+
+async def test_a_snapshot_before_a_window_is_composed_is_drawn_once_it_is() -> None:
+    """Seen on a loaded machine: a snapshot arrived between pushing the Roofline and its compose, and the app
+    ended with NoMatches. A window shown before it has its widgets keeps the snapshot and draws it on mount."""
+    from gputop.tui.screens import TimelineScreen
+
+    app = GputopApp(ReplaySource.from_file(DATA / "mlp_local_task_roofline.jsonl"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None)
+        snapshot = app.snapshot
+        assert snapshot is not None
+        windows = (
+            (RooflineScreen(None), "#roofline-chart", "dispatch_2_matmul_256x256x512_f32"),  # the snapshot's kernel
+            (TimelineScreen(None), "#timeline-view", "this profile (ireeprof)"),  # its profile, without a breakdown
+        )
+        for window, drawn, expected in windows:
+            window.show(snapshot)  # not composed: nothing to draw into yet, and no error
+            await app.push_screen(window)
+            await pilot.pause(0.3)
+            text = str(window.query_one(drawn, Static).render())
+            assert expected in text, text[:300]
+            await pilot.press("escape")
+            await pilot.pause(0.2)

@@ -332,7 +332,9 @@ class RooflineScreen(Window[None]):
 
     def show(self, snapshot: RunSnapshot | None) -> None:
         self._snapshot = snapshot
-        chart = self.query_one("#roofline-chart", Static)
+        chart = next(iter(self.query("#roofline-chart").results(Static)), None)
+        if chart is None:  # pushed but not composed yet (a snapshot came in between): on_mount draws the newest
+            return
         width, height = chart.size.width or self.app.size.width - 8, chart.size.height or self.app.size.height - 8
         profile = snapshot.profile if snapshot is not None else None
         function = snapshot.function or "" if snapshot else ""

@@ -239,7 +239,7 @@ class TimelineScreen(Window[None]):
 
     def __init__(self, snapshot: RunSnapshot | None) -> None:
         super().__init__()
-        self._first = snapshot
+        self._newest = snapshot
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -247,11 +247,14 @@ class TimelineScreen(Window[None]):
             yield TimelineView(id="timeline-view")
 
     def on_mount(self) -> None:
-        if self._first is not None:
-            self.show(self._first)
+        if self._newest is not None:
+            self.show(self._newest)
 
     def show(self, snapshot: RunSnapshot) -> None:
-        self.query_one(TimelineView).show(snapshot)
+        self._newest = snapshot
+        view = next(iter(self.query(TimelineView)), None)
+        if view is not None:  # else pushed but not composed yet (a snapshot came in between): on_mount draws it
+            view.show(snapshot)
 
     def action_dismiss(self) -> None:
         self.dismiss(None)
