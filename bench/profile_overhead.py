@@ -40,6 +40,7 @@ import numpy as np
 
 from gputop.core.module.devices import resolve_device
 from gputop.core.profiling.call_marks import marks_environment, marks_library
+from gputop.core.profiling.overhead import PROFILE_LEVELS
 from gputop.core.profiling.profiles import PROFILING_MODES, benchmark_call_ms, profiled_calls_command, timed_repetitions
 from gputop.core.profiling.tool_pass import CALL_PROFILING_MODES, profile_with_ireeprof
 from gputop.core.snapshot import DeviceInfo
@@ -194,7 +195,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--level", choices=("default", "full"), default="default", help="the real passes' level")
+    parser.add_argument("--level", choices=PROFILE_LEVELS, default="default", help="the real passes' level")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     device = resolve_device(args.device)
