@@ -17,14 +17,19 @@ session is a scheduling group, and these two made served + attached look 10%
 slower than the TUI on the 2-core machine (BENCHMARKS.md). Headless makes as
 many calls as the first viewed way made before and in its window, and leaves
 out the same leading ones. The table gives each against headless.
-With --profile each way also takes one profile pass (`p` in the TUI,
-`--profile` headless) and the call breakdown's segments are compared.
+With --profile each way also takes --profile-passes profile passes (`p` in
+the TUI, one after another; headless, `--profile` in its run and then in as
+many short runs more) and the call breakdown's segments are compared: the
+mean of each segment over every pass of a way (all rounds pooled), beside
+headless's, with each way's spread. A single pass's return wait moves by
+10% from pass to pass on the H200 in any way, headless included, so one
+pass per way cannot tell a 5% difference.
 The viewer's CPU (psutil, over the steady window) and the age of each
 snapshot when the viewer drew it (GPUTOP_VIEWER_STATS) come with the TUI and
 attach rows.
 
 Usage: python bench/perturbation.py [--target demo:mlp] [--device local-task] [--seconds 20] [--rounds 3]
-           [--profile] [--input @in0.npy ...] [--function F] [--json out.json]
+           [--profile] [--profile-passes K] [--input @in0.npy ...] [--function F] [--json out.json]
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from gputop.core.serving.control_socket import ControlUnavailable, StreamReader,
 GPUTOP = [sys.executable, "-m", "gputop.tui"]
 WAYS = ("headless", "tui", "served")
 BREAKDOWN = ("host", "queue", "alloc", "device_busy", "device_idle", "return_wait", "unaccounted")  # totals, in ms
+SEGMENTS_COMPARED = ("wall", "host", "return_wait", "device_busy")  # the issue's three, and the wall they share
 
 
 class Terminal:
@@ -115,15 +121,17 @@ def wait_running(folder: Path, timeout: float = 600.0) -> None:
     raise SystemExit(f"{folder}: the run did not reach running in {timeout:.0f} s")
 
 
-def wait_profiled(folder: Path, timeout: float = 300.0) -> dict[str, Any]:
-    """Until a profile pass has landed, watched on the run's stream (no report is built meanwhile); its report."""
+def wait_profiled(folder: Path, timeout: float = 300.0, after: float | None = None) -> dict[str, Any]:
+    """Until a profile pass has landed (one newer than the pass stamped `after`), watched on the run's stream
+    (no report is built meanwhile); its report."""
     reader = StreamReader.open(folder)
     timer = threading.Timer(timeout, reader.close)
     timer.start()
     try:
         for line in reader.lines():
             snapshot = json.loads(line)
-            if snapshot.get("profile") and not snapshot.get("profiling"):
+            profile = snapshot.get("profile")
+            if profile and not snapshot.get("profiling") and (after is None or profile.get("timestamp", 0) > after):
                 break
         else:
             raise SystemExit(f"{folder}: no profile pass landed in {timeout:.0f} s")
@@ -202,9 +210,18 @@ def run_way(
         subprocess.run(
             command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
-        report = profiled = read_report(folder)
+        report = read_report(folder)
+        passes = [report]
         times = call_times(report)[skipped:]
         row["skipped"] = skipped
+        for extra in range(1, args.profile_passes if args.profile else 1):  # more passes: short runs of their own
+            more = folder.with_name(f"{folder.name}-pass{extra}")
+            subprocess.run(
+                [*GPUTOP, "run", *run_args, "-n", str(args.profile_calls), "--session-dir", str(more), "--quiet",
+                 "--profile"],
+                env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+            passes.append(read_report(more))
     else:
         engine: subprocess.Popen[bytes] | None = None
         if way == "tui":
@@ -224,10 +241,14 @@ def run_way(
             term = Terminal([*GPUTOP, "attach", str(folder)], args.size, viewer_env)
         time.sleep(args.warmup)
         report, times, row["skipped"], row["viewer_cpu_pct"] = steady_window(folder, term.process.pid, args.seconds)
-        profiled = report
+        passes = [report]
         if args.profile:
-            term.press("p")
-            profiled = wait_profiled(folder)
+            passes, stamp = [], None
+            for _ in range(args.profile_passes):
+                term.press("p")
+                profiled = wait_profiled(folder, after=stamp)
+                stamp = (profiled.get("profile") or {}).get("timestamp")
+                passes.append(profiled)
         term.press("q")
         term.wait(120)
         term.close()
@@ -237,10 +258,15 @@ def run_way(
     row.update(**window_figures(times), engine=report.get("engine"))
     if stats_path.exists():
         row["viewer"] = json.loads(stats_path.read_text())
-    breakdown = profiled.get("call_breakdown")
-    if breakdown:
-        totals = breakdown.get("totals", {})
-        row["breakdown_ms"] = {"wall": breakdown.get("wall_ms"), **{k: totals.get(f"{k}_ms") for k in BREAKDOWN}}
+    breakdowns = []
+    for profiled in passes:
+        breakdown = profiled.get("call_breakdown")
+        if breakdown:
+            totals = breakdown.get("totals", {})
+            breakdowns.append({"wall": breakdown.get("wall_ms"), **{k: totals.get(f"{k}_ms") for k in BREAKDOWN}})
+    if breakdowns:
+        row["breakdown_ms"] = breakdowns[0]
+        row["breakdowns_ms"] = breakdowns
     return row
 
 
@@ -257,15 +283,28 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             entry[key] = statistics.median(values) if values else None
         latencies = [r["viewer"]["p95_ms"] for r in mine if r.get("viewer") and r["viewer"].get("p95_ms")]
         entry["snapshot_age_p95_ms"] = statistics.median(latencies) if latencies else None
-        walls = [r["breakdown_ms"] for r in mine if r.get("breakdown_ms")]
+        # Every pass of every round pooled: the mean of each segment, and its spread over the passes.
+        walls = [
+            b for r in mine for b in r.get("breakdowns_ms") or ([r["breakdown_ms"]] if r.get("breakdown_ms") else [])
+        ]
         if walls:
-            entry["breakdown_ms"] = {k: statistics.median(w.get(k) or 0.0 for w in walls) for k in ("wall", *BREAKDOWN)}
+            keys = ("wall", *BREAKDOWN)
+            entry["passes"] = len(walls)
+            entry["breakdown_ms"] = {k: statistics.fmean(w.get(k) or 0.0 for w in walls) for k in keys}
+            by_segment = {k: [w.get(k) or 0.0 for w in walls] for k in keys}
+            entry["breakdown_spread_ms"] = {k: [min(v), max(v)] for k, v in by_segment.items()}
         table.append(entry)
     head = next((t for t in table if t["way"] == "headless"), None)
     for entry in table:
         for key in ("p50_ms", "p95_ms", "max_ms", "mean_ms"):
             if head and head.get(key) and entry.get(key):
                 entry[key.replace("_ms", "_ratio")] = round(entry[key] / head[key], 3)
+        if head and head.get("breakdown_ms") and entry.get("breakdown_ms"):
+            entry["breakdown_ratio"] = {
+                k: round(entry["breakdown_ms"][k] / head["breakdown_ms"][k], 3)
+                for k in SEGMENTS_COMPARED
+                if head["breakdown_ms"].get(k)
+            }
     return table
 
 
@@ -279,6 +318,7 @@ def main() -> None:
     parser.add_argument("--size", default="120x40", help="terminal COLSxROWS")
     parser.add_argument("--profile", action="store_true", help="one profile pass per way; compare breakdowns")
     parser.add_argument("--profile-calls", type=int, default=10, help="calls in each way's profile pass (default 10)")
+    parser.add_argument("--profile-passes", type=int, default=1, help="profile passes per way and round (default 1)")
     parser.add_argument("--ways", default=",".join(WAYS))
     parser.add_argument("--json", help="write rows and table here")
     args, extra = parser.parse_known_args()
@@ -315,7 +355,14 @@ def main() -> None:
         print(f"{t['way']:<9} {values}  {ratios:<23} {cpu:>10}  {age:>7}")
         print("          p50 by round " + ", ".join(f"{v:.3f}" for v in t["p50_by_round"] if v is not None))
         if t.get("breakdown_ms"):
-            print("          breakdown " + ", ".join(f"{k} {v:.3f}" for k, v in t["breakdown_ms"].items()))
+            print(f"          breakdown, mean of {t['passes']} passes: "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in t["breakdown_ms"].items()))  # fmt: skip
+            spread = t["breakdown_spread_ms"]
+            print(
+                "          spread " + ", ".join(f"{k} {spread[k][0]:.3f}-{spread[k][1]:.3f}" for k in SEGMENTS_COMPARED)
+            )
+        if t.get("breakdown_ratio"):
+            print("          against headless " + ", ".join(f"{k} {v:.3f}" for k, v in t["breakdown_ratio"].items()))
     if args.json:
         meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "target": args.target, "device": args.device}
         Path(args.json).write_text(json.dumps({**meta, "rows": rows, "table": table}, indent=2) + "\n")

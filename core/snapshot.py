@@ -601,9 +601,14 @@ class ParameterStages:
     (`submit_share`: the host's submissions). `limited_by` is that verdict:
     reads, copies or submissions. The loading thread's `read_wait_share` is a
     lower bound: while a copy is in flight it waits for that copy first.
-    `allocate_s` (device buffers and pinned staging, before the first read)
-    and `context_after_s` (context creation after the last byte) lie outside
-    `wall_s`.
+    `allocate_s` (what was made before the first read: one pinned staging
+    slot per reader, or every buffer when allocation is not overlapped) and
+    `context_after_s` (context creation after the last byte) lie outside
+    `wall_s`; `allocate_overlapped_s` is the loading thread's allocation while
+    the reads ran (the other staging slots, the device buffers), a part of
+    `submit_s`. The staging slots (`staging_bytes` of pinned memory) are kept
+    for the stream's later loads and freed when the run closes, so their
+    release is not in the load either.
     """
 
     read_path: str  # page-cache, o_direct, or mixed (several files, read differently)
@@ -629,6 +634,8 @@ class ParameterStages:
     limited_by: str  # reads, copies or submissions (none: nothing was read); see above
     context_before_s: float | None = None  # context creation before the first parameter was asked for
     context_after_s: float | None = None  # context creation after the last byte landed
+    allocate_overlapped_s: float = 0.0  # loading thread: buffers made while the reads ran (part of submit_s)
+    staging_bytes: int = 0  # pinned staging the stream holds (kept for its later loads, freed at close)
 
 
 @dataclass(frozen=True)

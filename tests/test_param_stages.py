@@ -194,6 +194,46 @@ def test_a_cached_archive_takes_the_page_cache(tmp_path: Path) -> None:
     assert contents == file_bytes(path)
 
 
+def test_buffers_are_made_beside_the_reads_and_the_staging_is_kept_until_released(tmp_path: Path) -> None:
+    """Allocation overlapped with the reads (the default) and up front (the A/B) load the same bytes; the
+    overlapped part is counted inside the loading thread's own work; the pinned staging stays with the
+    stream for its next load and is freed by `release_staging`, as the runner does when it closes."""
+    import iree.runtime as rt
+
+    path = tmp_path / "overlap.irpa"
+    total = write_synced(path, SPECS)
+    make_warm(path)
+    expected = file_bytes(path)
+    runner = IreeModuleRun([resolve_device("local-task")])
+    runner.open_devices()
+    entries = read_archive(path)
+    usage = int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER)
+    for overlap in (True, False):
+        options = StreamOptions(workers=3, chunk_bytes=MiB, read_path="page-cache", overlap_allocation=overlap)
+        stream = ParameterStream(runner.devices[0], entries, options=options)
+        buffers = stream.load_entries(entries, int(rt.MemoryType.DEVICE_LOCAL), usage)
+        assert [device_bytes(runner, b) for b in buffers] == expected
+        stages = stream.stage_times()
+        assert stages is not None
+        assert_stages_add_up(stages, file_bytes=total, readers=3, seconds=stream.seconds)
+        assert 0 <= stages.allocate_overlapped_s <= stages.submit_s
+        slots = stages.staging_bytes // MiB
+        if overlap:  # one slot per reader before the first read; the second ones when the loader was idle
+            assert 3 <= slots <= 6, stages
+        else:
+            assert slots == 6 and stages.allocate_overlapped_s == 0
+        kept = [id(slot.buffer) for slot in stream._pool]
+        more = stream.load_entries(entries[:2], int(rt.MemoryType.DEVICE_LOCAL), usage)
+        assert [device_bytes(runner, b) for b in more] == expected[:2]
+        assert [id(slot.buffer) for slot in stream._pool][: len(kept)] == kept  # the same slots again
+        stream.release_staging()
+        assert not stream._pool
+        released = stream.stage_times()
+        assert released is not None and released.staging_bytes == 0
+        del buffers, more
+    runner.close()
+
+
 def test_direct_reads_of_any_range_land_where_they_say(tmp_path: Path) -> None:
     """Unaligned starts, lengths and slots, up to the file's last byte: the bytes start where read_chunk says."""
     folder = disk_folder(tmp_path)

@@ -4,7 +4,8 @@
 # alternating rounds, with one profile pass per way (the call breakdowns compared); then bench/run_overhead.py
 # puts headless `gputop run` beside iree-benchmark-module on CUDA (p50 and p95).
 #   carry: .whl .whl-cuda .gl .device     then:  bash bench/gpu/issue27.sh PART
-# PART: mm2 (the two-matmul module, cuda then vulkan), mlp (demo:mlp, cuda then vulkan), DEVICE-MODULE
+# PART: mm2 (the two-matmul module, cuda then vulkan), mlp (demo:mlp, cuda then vulkan), cuda or vulkan (both
+# modules on one device), DEVICE-MODULE
 # (one device alone, e.g. vulkan-mlp, for more rounds), tool (run_overhead).
 # Needs .device/perturb/ (compiled on the CPU machine; see its README.txt). Results: $OUT/issue27-PART/.
 set -u
@@ -15,6 +16,7 @@ SECONDS_STEADY=${ISSUE27_SECONDS:-10}
 ROUNDS=${ISSUE27_ROUNDS:-2}
 PROFILE=${ISSUE27_PROFILE---profile}  # ISSUE27_PROFILE= (empty): no profile pass in any way
 PASS_CALLS=${ISSUE27_PASS_CALLS:-10}  # calls in each way's profile pass (the TUI's p default is 10)
+PASSES=${ISSUE27_PASSES:-1}  # profile passes per way and round, pooled when the breakdowns are compared
 D=.device/perturb
 results_folder "issue27-$PART" issue27
 log "start $PART; $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader)"
@@ -23,7 +25,7 @@ perturb() {  # MODULE DEVICE
   local module=$1 device=$2
   # shellcheck disable=SC2046
   timeout 290 python3 bench/perturbation.py --target "$D/${module}_${device}.vmfb" --device "$device" \
-    --function "$module" $(inputs "$module") --seconds "$SECONDS_STEADY" --warmup 2 --rounds "$ROUNDS" $PROFILE --profile-calls "$PASS_CALLS" \
+    --function "$module" $(inputs "$module") --seconds "$SECONDS_STEADY" --warmup 2 --rounds "$ROUNDS" $PROFILE --profile-calls "$PASS_CALLS" --profile-passes "$PASSES" \
     --json "$OUT_DIR/${module}_${device}.json" > "$OUT_DIR/${module}_${device}.txt" 2>&1 \
     || log "$module $device failed (exit $?)"
   tail -8 "$OUT_DIR/${module}_${device}.txt" | tee -a "$OUT_DIR/log.txt"
@@ -32,6 +34,10 @@ case $PART in
   mm2|mlp)
     perturb "$PART" cuda
     perturb "$PART" vulkan
+    ;;
+  cuda|vulkan)
+    perturb mm2 "$PART"
+    perturb mlp "$PART"
     ;;
   vulkan-*|cuda-*)
     perturb "${PART#*-}" "${PART%%-*}"

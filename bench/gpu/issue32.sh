@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue #32 on the GPU machine: the 16 GiB, 256-tensor archive onto cuda and vulkan, warm and cold, with the
 # references measured in the same run (pinned and pageable host-to-device copies; with a cold cache, a plain
-# O_DIRECT sequential read of the file) and the streamed loader's stage timings. Under 9 minutes.
+# O_DIRECT sequential read of the file) and the streamed loader's stage timings. About 4 minutes.
 #   carry: .whl .whl-cuda .gl .device/common .device/issue32     then:  bash bench/gpu/issue32.sh [cuda|vulkan ...]
 # Needs .device/issue32 from `python bench/prepare_params_bundle.py .device/issue32 --shapes 256x16
 # --targets cuda,vulkan` (the head modules; the archive is written here). Results: $OUT/issue32.tgz.
@@ -26,15 +26,26 @@ write_irpa(Path(sys.argv[1]), model_layout(256, 16 * 2**30), writers=16)
 print(f"archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s")
 PY
 fi
+# Warm: the loader as it is (allocation beside the reads) and as it was (streamed_up: every buffer made before
+# the first read), alternating ISSUE32_REPEAT times, with the references; then 12 readers instead of 8; cold (the
+# disk's own read beside it) on the devices in ISSUE32_COLD.
+REPEAT=${ISSUE32_REPEAT:-3}
+COLD=${ISSUE32_COLD:-cuda}
 for dev in "${@:-cuda vulkan}"; do
   for one in $dev; do
-    paths=streamed,mmap,file_async
-    [ "$one" = vulkan ] && paths=streamed,file_async
-    timeout 280 python3 bench/params.py --timeout 120 --device "$one" --tensors 256 --gib 16 --archive "$ARCHIVE" \
-      --vmfb "$V/head_256x16g_$one.vmfb" --paths "$paths" --cache warm,cold --reference \
-      --json "$R/${one}_256x16.json" >> "$R/params_$one.log" 2>&1
-    say "params $one: exit $?"
-    grep -h "GB/s\|stages\|reference\|direct" "$R/params_$one.log" | tail -30 | tee -a "$R/summary.txt"
+    common=(--timeout 120 --device "$one" --tensors 256 --gib 16 --archive "$ARCHIVE" --vmfb "$V/head_256x16g_$one.vmfb")
+    timeout 240 python3 bench/params.py "${common[@]}" --paths streamed,streamed_up --repeat "$REPEAT" --cache warm \
+      --reference --json "$R/${one}_256x16.json" >> "$R/params_$one.log" 2>&1
+    say "params $one warm: exit $?"
+    timeout 120 python3 bench/params.py "${common[@]}" --paths streamed --repeat "$REPEAT" --cache warm --workers 12 \
+      --json "$R/${one}_256x16_w12.json" >> "$R/params_$one.log" 2>&1
+    say "params $one warm, 12 readers: exit $?"
+    if [[ " $COLD " == *" $one "* ]]; then
+      timeout 120 python3 bench/params.py "${common[@]}" --paths streamed --cache cold \
+        --json "$R/${one}_256x16_cold.json" >> "$R/params_$one.log" 2>&1
+      say "params $one cold: exit $?"
+    fi
+    grep -h "GB/s\|stages\|reference\|direct" "$R/params_$one.log" | grep -v '^{' | tee -a "$R/summary.txt"
   done
 done
 tar czf "${OUT:-/tmp}/issue32.tgz" -C "$R" .

@@ -36,6 +36,7 @@ class LoaderTally:
 
     read_wait_s: float = 0.0
     dma_wait_s: float = 0.0
+    allocate_s: float = 0.0  # buffers made while the reads ran (a part of the thread's own work)
 
 
 class StageClock:
@@ -46,6 +47,8 @@ class StageClock:
         self._readers = 0
         self._chunk_bytes = 0
         self._allocate_s = self._fill_s = self._wall_s = self._reader_s = 0.0
+        self._allocate_overlapped_s = 0.0
+        self._staging_bytes = 0
         self._read_s = self._slot_wait_s = self._read_wait_s = self._dma_wait_s = 0.0
         self._direct_bytes = self._cached_bytes = self._chunks = 0
         self._notes: list[str] = []
@@ -75,6 +78,11 @@ class StageClock:
         with self._lock:
             self._allocate_s += seconds
 
+    def staging(self, nbytes: int) -> None:
+        """The pinned staging the stream holds now."""
+        with self._lock:
+            self._staging_bytes = nbytes
+
     def add_fill(self, seconds: float) -> None:
         with self._lock:
             self._fill_s += seconds
@@ -94,6 +102,7 @@ class StageClock:
             self._reader_s += wall_s * len(readers)
             self._read_wait_s += loader.read_wait_s
             self._dma_wait_s += loader.dma_wait_s
+            self._allocate_overlapped_s += loader.allocate_s
             for tally in readers:
                 self._read_s += tally.read_s
                 self._slot_wait_s += tally.slot_wait_s
@@ -152,6 +161,8 @@ class StageClock:
                 limited_by=limited_by,
                 context_before_s=context_before_s,
                 context_after_s=context_after_s,
+                allocate_overlapped_s=min(self._allocate_overlapped_s, submit),
+                staging_bytes=self._staging_bytes,
             )
 
 

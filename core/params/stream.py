@@ -74,6 +74,10 @@ class StreamOptions:
     # auto: O_DIRECT for an archive under half in the page cache (measured with mincore), else the cache;
     # page-cache or o_direct force one (benchmarks, tests).
     read_path: str = "auto"
+    # Make the device buffers and all but one staging slot per reader while the reads run, on the loading
+    # thread's idle moments, not before the first read: on the H200 the buffers took 0.41 s up front on
+    # Vulkan and the pinned staging 0.05 s on CUDA (BENCHMARKS.md). False: everything up front (the A/B).
+    overlap_allocation: bool = True
 
     def __post_init__(self) -> None:
         if self.read_path not in READ_PATHS:
@@ -147,6 +151,10 @@ class ParameterStream:
         self._totals = _Totals()
         self._clock = StageClock()
         self._submit_lock = threading.Lock()
+        # Pinned staging slots, kept from one load to the next (a program may ask for its parameters in many
+        # loads) and freed by `release_staging` when the run closes: freeing pinned memory is slow (on the
+        # H200 it grew the context's time after the last byte by about 1.4 ms per MiB of staging).
+        self._pool: list[_Slot] = []
 
     # -- what the run reads -------------------------------------------------------------------------------
     @property
@@ -173,6 +181,11 @@ class ParameterStream:
             context_before_s=max(0.0, before) if before is not None else None,
             context_after_s=max(0.0, after) if after is not None else None,
         )
+
+    def release_staging(self) -> None:
+        """Free the pinned staging slots (the stream makes new ones if it loads again)."""
+        self._pool.clear()
+        self._clock.staging(0)
 
     def module(self, instance: Any) -> Any:
         """The VM module to register in place of `create_io_parameters_module`'s."""
@@ -390,16 +403,22 @@ class ParameterStream:
         Every call into IREE (allocations, command buffers, queue submissions) stays on this, the
         loading thread: IREE's CUDA driver allocates on the calling thread's CUDA context, and a
         reader thread has none (`CUDA_ERROR_INVALID_CONTEXT`, seen on the H200). The readers only
-        read, with the GIL released, so reads and copies still overlap.
+        read, with the GIL released, so reads and copies still overlap. The readers start with one
+        slot each; the others, and the device buffers in the order the chunks need them, are made
+        here whenever nothing read is waiting to be queued, so allocation overlaps the reads and
+        copies instead of coming before them (`overlap_allocation`).
         """
         if not chunks:
             return
         started = time.perf_counter()
-        targets.all()  # every device buffer made here, before the readers start
+        overlap = self._options.overlap_allocation
+        if not overlap:
+            targets.all()  # every device buffer made here, before the readers start
         count = max(1, min(self._options.workers, len(chunks)))
         # Direct reads land a chunk's aligned superset at the slot's first aligned address (see reads.py).
         padding = SLOT_PADDING if any(c.file.direct for c in chunks) else 0
-        slots = [self._staging(slot_bytes + padding) for _ in range(count * max(1, self._options.slots_per_worker))]
+        wanted = count * max(1, self._options.slots_per_worker)
+        slots = self._take_staging(slot_bytes + padding, count if overlap else wanted)
         self._clock.add_allocate(time.perf_counter() - started)
         free: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         for slot in slots:
@@ -411,6 +430,25 @@ class ParameterStream:
         tallies = [ReaderTally() for _ in range(count)]
         loader = LoaderTally()
         clock = time.perf_counter
+        # The device buffers still to make, in the order the chunks first need them.
+        unmade = collections.deque(dict.fromkeys(c.request for c in chunks)) if overlap else collections.deque()
+
+        def make_ahead() -> bool:
+            """One allocation the pipeline will want (a staging slot first, then a device buffer); False
+            when none is left."""
+            began = clock()
+            if len(slots) < wanted:
+                slot = self._take_staging(slot_bytes + padding, 1, have=len(slots))[0]
+                slots.append(slot)
+                free.put(slot)
+            else:
+                while unmade and targets.made(unmade[0]):
+                    unmade.popleft()
+                if not unmade:
+                    return False
+                targets.get(unmade.popleft())
+            loader.allocate_s += clock() - began
+            return True
 
         def next_chunk() -> _Chunk | None:
             with cursor_lock:
@@ -447,6 +485,7 @@ class ParameterStream:
         for reader in readers:
             reader.start()
         in_flight: collections.deque[_Slot] = collections.deque()
+        ahead = overlap
         try:
             for _ in range(len(chunks)):
                 item: tuple[_Slot, _Chunk, int] | BaseException | None = None
@@ -458,6 +497,8 @@ class ParameterStream:
                     try:
                         item = filled.get_nowait()
                     except queue.Empty:
+                        if ahead and (ahead := make_ahead()):
+                            continue  # nothing to queue: made a buffer the load will need instead of waiting
                         waited = clock()
                         if in_flight:
                             # Nothing read yet: the readers are reading or waiting for a slot, and the oldest
@@ -471,7 +512,11 @@ class ParameterStream:
                 if isinstance(item, BaseException):
                     raise item
                 slot, chunk, start = item
-                self._submit_copy(slot, targets.get(chunk.request), chunk, start)
+                made = clock()
+                target = targets.get(chunk.request)  # made here if no idle moment came before it was needed
+                if overlap:
+                    loader.allocate_s += clock() - made
+                self._submit_copy(slot, target, chunk, start)
                 in_flight.append(slot)
         finally:
             stopping.set()
@@ -486,6 +531,16 @@ class ParameterStream:
             loader.dma_wait_s += ended - waited
             self._clock.add_batch(chunk_bytes=slot_bytes, wall_s=ended - began, readers=tallies, loader=loader)
             self._clock.last_byte(ended)
+
+    def _take_staging(self, size: int, count: int, *, have: int = 0) -> list[_Slot]:
+        """`count` slots of at least `size` bytes: the pool's (after the `have` already taken), then new ones
+        (kept in the pool). A pool of smaller slots is freed and made again at the new size."""
+        if any(len(slot.view) < size for slot in self._pool):
+            self._pool = [slot for slot in self._pool if len(slot.view) >= size]
+        while len(self._pool) < have + count:
+            self._pool.append(self._staging(size))
+        self._clock.staging(sum(len(slot.view) for slot in self._pool))
+        return self._pool[have : have + count]
 
     def _submit_copy(self, slot: _Slot, target: Any, chunk: _Chunk, source_offset: int) -> None:
         rt = self._rt
@@ -539,12 +594,15 @@ class ParameterStream:
 
 
 class _Targets:
-    """The device buffers a load fills (made by the loading thread before the readers start)."""
+    """The device buffers a load fills, each made by the loading thread when first asked for."""
 
     def __init__(self, makers: list[Callable[[], Any]]) -> None:
         self._makers = makers
         self._buffers: list[Any] = [None] * len(makers)
         self._locks = [threading.Lock() for _ in makers]
+
+    def made(self, index: int) -> bool:
+        return self._buffers[index] is not None
 
     def get(self, index: int) -> Any:
         with self._locks[index]:

@@ -180,6 +180,8 @@ class IreeModuleRun:
             mode, self.parameter_fallback = "mmap", "an archive names parameters in other files: IREE reads those"
         self.parameter_mode = mode
         self._scope = scope
+        if self.parameter_stream is not None:
+            self.parameter_stream.release_staging()
         if mode == "streamed":
             self.parameter_stream = ParameterStream(
                 self.devices[0],
@@ -402,6 +404,8 @@ class IreeModuleRun:
         self._vm_function = None
         self.invoker = None
         self.context = None
+        if self.parameter_stream is not None:
+            self.parameter_stream.release_staging()  # kept for the stream's later loads until now
         self.parameters_module = None
         self.module = None
         self.instance = None
