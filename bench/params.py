@@ -15,8 +15,6 @@ the check, so a fast path cannot be fast by skipping bytes):
   `read_path` forced to page-cache; plain `streamed` reads a cold file with O_DIRECT);
 - streamed_up: the same loader making every buffer before the first read (`overlap_allocation` off,
   as it was before), the A/B for allocation beside the reads;
-- streamed_b1: the same loader queueing one copy per submission (`copies_per_submission` 1, as it was
-  before), the A/B for several copies in one submission;
 - mmap, file_async: IREE's, as gputop runs them (`--params-mode`);
 - file_async_c8: IREE's async file reads with `max_concurrent_operations=8`;
 - fd: a plain file descriptor (`FileHandle.wrap_fd`);
@@ -60,7 +58,6 @@ PATHS = (
     "streamed_wc",
     "streamed_pc",
     "streamed_up",
-    "streamed_b1",
     "mmap",
     "file_async",
     "file_async_c8",
@@ -144,7 +141,7 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
     mode = args.one
     started = time.perf_counter()
     entries = read_archive(args.archive)
-    if mode in ("streamed", "streamed_wc", "streamed_pc", "streamed_up", "streamed_b1", "mmap", "file_async"):
+    if mode in ("streamed", "streamed_wc", "streamed_pc", "streamed_up", "mmap", "file_async"):
         # streamed_wc: the same loader staging through write-combined pinned memory (its first version);
         # streamed_pc: through the page cache whatever the cache holds
         options = StreamOptions(
@@ -153,7 +150,6 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
             cached_staging=mode != "streamed_wc",
             read_path="page-cache" if mode == "streamed_pc" else "auto",
             overlap_allocation=mode != "streamed_up",
-            copies_per_submission=1 if mode == "streamed_b1" else StreamOptions.copies_per_submission,
         )
         base_mode = mode.split("_")[0] if mode.startswith("streamed") else mode
         runner.load_parameters([args.archive], mode=base_mode, options=options)

@@ -195,10 +195,9 @@ def test_a_cached_archive_takes_the_page_cache(tmp_path: Path) -> None:
 
 
 def test_buffers_are_made_beside_the_reads_and_the_staging_is_kept_until_released(tmp_path: Path) -> None:
-    """Allocation overlapped with the reads and copies batched (the defaults), and both not (the A/Bs), load
-    the same bytes; the overlapped part is counted inside the loading thread's own work; the pinned staging
-    stays with the stream for its next load and is freed by `release_staging`, as the runner does when it
-    closes."""
+    """Allocation overlapped with the reads (the default) and up front (the A/B) load the same bytes; the
+    overlapped part is counted inside the loading thread's own work; the pinned staging stays with the
+    stream for its next load and is freed by `release_staging`, as the runner does when it closes."""
     import iree.runtime as rt
 
     path = tmp_path / "overlap.irpa"
@@ -209,11 +208,8 @@ def test_buffers_are_made_beside_the_reads_and_the_staging_is_kept_until_release
     runner.open_devices()
     entries = read_archive(path)
     usage = int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER)
-    for overlap in (True, False):  # each with its own submissions: several copies in one, then one each
-        options = StreamOptions(
-            workers=3, chunk_bytes=MiB, read_path="page-cache", overlap_allocation=overlap,
-            copies_per_submission=4 if overlap else 1,
-        )  # fmt: skip
+    for overlap in (True, False):
+        options = StreamOptions(workers=3, chunk_bytes=MiB, read_path="page-cache", overlap_allocation=overlap)
         stream = ParameterStream(runner.devices[0], entries, options=options)
         buffers = stream.load_entries(entries, int(rt.MemoryType.DEVICE_LOCAL), usage)
         assert [device_bytes(runner, b) for b in buffers] == expected

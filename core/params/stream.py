@@ -78,10 +78,6 @@ class StreamOptions:
     # thread's idle moments, not before the first read: on the H200 the buffers took 0.41 s up front on
     # Vulkan and the pinned staging 0.05 s on CUDA (BENCHMARKS.md). False: everything up front (the A/B).
     overlap_allocation: bool = True
-    # Slots already read when the loading thread comes to queue one go in one submission, up to this many:
-    # each submission costs the one loading thread its Python overhead (on the H100, with 12 readers, its own
-    # work was a quarter of the wall). 1: a submission per chunk (the A/B).
-    copies_per_submission: int = 4
 
     def __post_init__(self) -> None:
         if self.read_path not in READ_PATHS:
@@ -491,8 +487,7 @@ class ParameterStream:
         in_flight: collections.deque[_Slot] = collections.deque()
         ahead = overlap
         try:
-            submitted = 0
-            while submitted < len(chunks):
+            for _ in range(len(chunks)):
                 item: tuple[_Slot, _Chunk, int] | BaseException | None = None
                 while item is None:
                     if self._should_stop():
@@ -514,25 +509,15 @@ class ParameterStream:
                             with contextlib.suppress(queue.Empty):
                                 item = filled.get(timeout=0.1)
                             loader.read_wait_s += clock() - waited
-                batch = [item]
-                while len(batch) < max(1, self._options.copies_per_submission):  # whatever else is read
-                    try:
-                        batch.append(filled.get_nowait())
-                    except queue.Empty:
-                        break
+                if isinstance(item, BaseException):
+                    raise item
+                slot, chunk, start = item
                 made = clock()
-                copies = []
-                for one in batch:
-                    if isinstance(one, BaseException):
-                        raise one
-                    slot, chunk, start = one
-                    # The buffer is made here if no idle moment came before it was needed.
-                    copies.append((slot, targets.get(chunk.request), chunk, start))
+                target = targets.get(chunk.request)  # made here if no idle moment came before it was needed
                 if overlap:
                     loader.allocate_s += clock() - made
-                self._submit_copies(copies)
-                in_flight.extend(slot for slot, *_ in copies)
-                submitted += len(copies)
+                self._submit_copy(slot, target, chunk, start)
+                in_flight.append(slot)
         finally:
             stopping.set()
             for slot in slots:
@@ -557,21 +542,14 @@ class ParameterStream:
         self._clock.staging(sum(len(slot.view) for slot in self._pool))
         return self._pool[have : have + count]
 
-    def _submit_copies(self, copies: list[tuple[_Slot, Any, _Chunk, int]]) -> None:
-        """One submission of the copies of several filled slots (slot, target buffer, chunk, offset of its bytes
-        in the slot), each slot's timeline signalled: the loading thread's cost per chunk is its Python
-        overhead, so slots read at once go in one command buffer."""
+    def _submit_copy(self, slot: _Slot, target: Any, chunk: _Chunk, source_offset: int) -> None:
         rt = self._rt
         command_buffer = rt.HalCommandBuffer(self._device, 0, True)
-        signals = []
-        for slot, target, chunk, source_offset in copies:
-            command_buffer.copy(slot.buffer, target, source_offset, chunk.target_offset, chunk.length)
-            slot.value += 1
-            slot.pending_bytes = chunk.length
-            signals.append((slot.semaphore, slot.value))
-        command_buffer.end()
+        command_buffer.copy(slot.buffer, target, source_offset, chunk.target_offset, chunk.length, end=True)
         with self._submit_lock:
-            self._device.queue_execute(command_buffer, [], signals)
+            self._device.queue_execute(command_buffer, [], [(slot.semaphore, slot.value + 1)])
+        slot.value += 1
+        slot.pending_bytes = chunk.length
 
     def _settled(self, slot: _Slot) -> _Slot:
         self._settle(slot)
