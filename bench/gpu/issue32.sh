@@ -27,17 +27,18 @@ print(f"archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:
 PY
 fi
 # Warm: the loader as it is (allocation beside the reads) and as it was (streamed_up: every buffer made before
-# the first read), alternating ISSUE32_REPEAT times, with the references; then 12 readers instead of 8; cold (the
-# disk's own read beside it) on the devices in ISSUE32_COLD.
+# the first read), or the paths in ISSUE32_PATHS, alternating ISSUE32_REPEAT times, with the references; then 12
+# readers instead of 8; cold (the disk's own read beside it) on the devices in ISSUE32_COLD (empty: none).
 REPEAT=${ISSUE32_REPEAT:-3}
-COLD=${ISSUE32_COLD:-cuda}
+COLD=${ISSUE32_COLD-cuda}
+PATHS=${ISSUE32_PATHS:-streamed,streamed_up}  # the loader, and its A/B (see bench/params.py)
 for dev in "${@:-cuda vulkan}"; do
   for one in $dev; do
     common=(--timeout 120 --device "$one" --tensors 256 --gib 16 --archive "$ARCHIVE" --vmfb "$V/head_256x16g_$one.vmfb")
-    timeout 240 python3 bench/params.py "${common[@]}" --paths streamed,streamed_up --repeat "$REPEAT" --cache warm \
+    timeout 240 python3 bench/params.py "${common[@]}" --paths "$PATHS" --repeat "$REPEAT" --cache warm \
       --reference --json "$R/${one}_256x16.json" >> "$R/params_$one.log" 2>&1
     say "params $one warm: exit $?"
-    timeout 120 python3 bench/params.py "${common[@]}" --paths streamed --repeat "$REPEAT" --cache warm --workers 12 \
+    timeout 120 python3 bench/params.py "${common[@]}" --paths "$PATHS" --repeat "$REPEAT" --cache warm --workers 12 \
       --json "$R/${one}_256x16_w12.json" >> "$R/params_$one.log" 2>&1
     say "params $one warm, 12 readers: exit $?"
     if [[ " $COLD " == *" $one "* ]]; then
