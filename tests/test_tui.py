@@ -425,3 +425,46 @@ async def test_a_snapshot_before_a_window_is_composed_is_drawn_once_it_is() -> N
             assert expected in text, text[:300]
             await pilot.press("escape")
             await pilot.pause(0.2)
+
+
+async def test_the_cumulative_memory_columns_move_once_a_second_of_the_run() -> None:
+    """allocated and freed grow with every call; the Memory table, which Textual renders whole on any change,
+    shows them at most once a second of snapshot time, and at once when live or peak bytes or the state move."""
+    from gputop.tui.panes.memory import MemoryPane
+
+    recorded = next(s for s in read_snapshots(DATA / "mlp_local_task.jsonl") if s.memory and s.memory.devices[0].pools)
+    assert recorded.memory is not None
+    device = recorded.memory.devices[0]
+    pool = device.pools[0]
+    MiB = 2**20
+
+    def at(seconds: float, freed_mib: int, live_mib: int = 1, state: str = "running") -> object:
+        pools = (replace(pool, freed_bytes=freed_mib * MiB, live_bytes=live_mib * MiB, peak_bytes=8 * MiB),)
+        memory = replace(recorded.memory, devices=(replace(device, pools=pools),))
+        return replace(recorded, memory=memory, timestamp=recorded.timestamp + seconds, state=state)
+
+    app = GputopApp(ReplaySource([recorded]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+        pane = app.pane(MemoryPane)
+        table = app.query_one("#memory-table", KeyedTable)
+        key = f"{device.device_id}/{pool.memory_type}"
+
+        def freed() -> str:
+            return str(table.row_cells(key)["freed"])
+
+        def live() -> str:
+            return str(table.row_cells(key)["live"])
+
+        pane.show(at(0.0, 100))  # type: ignore[arg-type]
+        first = freed()
+        pane.show(at(0.5, 200))  # type: ignore[arg-type]
+        assert freed() == first  # half a second on: held
+        pane.show(at(1.0, 300))  # type: ignore[arg-type]
+        assert freed() != first  # a second on: moved
+        moved = freed()
+        pane.show(at(1.2, 400, live_mib=2))  # type: ignore[arg-type]
+        assert freed() != moved and live() != "1"  # live moved: everything shown as it is
+        moved = freed()
+        pane.show(at(1.3, 500, live_mib=2, state="finished"))  # type: ignore[arg-type]
+        assert freed() != moved  # the run's end: its last figures, exact

@@ -3,7 +3,12 @@
 One keyed row per device and memory type (live, peak, allocated, freed),
 updated in place so the user's cursor stays put; beneath it the device's
 memory in use (NVML on NVIDIA GPUs), the host process's RSS, and a sparkline
-of live device bytes.
+of live device bytes. The cumulative columns (allocated, freed) grow with
+every call of a busy run; redrawn on each snapshot they made the table, whose
+every cell Textual renders again on any change, a third of the viewer's CPU
+(py-spy, the attached viewer of a 100k-calls-a-second run). So they move at
+most once a second of the run's own time, and always when live or peak
+bytes, the rows, or the run's state change.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ COLUMNS = (
     Column("freed", 2),
 )
 BYTE_COLUMNS = ("live", "peak", "allocated", "freed")
+CUMULATIVE = ("allocated", "freed")
+CUMULATIVE_EVERY_S = 1.0  # of snapshot time (the engine's clock): replays draw alike at any speed
 
 
 class MemoryPane(BoxPane):
@@ -41,6 +48,11 @@ class MemoryPane(BoxPane):
     MemoryPane #memory-device { height: auto; }
     MemoryPane Sparkline { height: 2; }
     """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        # The cumulative columns as last shown: (snapshot time, run state, cells by row key and label by name).
+        self._cumulative: tuple[float, str, dict[str, dict[str, str]], dict[str, str]] | None = None
 
     def compose(self) -> ComposeResult:
         yield KeyedTable(COLUMNS, id="memory-table")
@@ -60,9 +72,11 @@ class MemoryPane(BoxPane):
         cells: dict[str, list[str]] = {}
         for name in BYTE_COLUMNS:
             labels[name], cells[name] = column(name, [getattr(pool, f"{name}_bytes") for _, pool in pools], BYTES)
+        keys = [f"{device_id}/{pool.memory_type}" for device_id, pool in pools]
+        self._hold_cumulative(snapshot, keys, labels, cells)
         rows = {
-            f"{device_id}/{pool.memory_type}": (device_id, pool.memory_type, *(cells[n][i] for n in BYTE_COLUMNS))
-            for i, (device_id, pool) in enumerate(pools)
+            key: (device_id, pool.memory_type, *(cells[n][i] for n in BYTE_COLUMNS))
+            for i, (key, (device_id, pool)) in enumerate(zip(keys, pools, strict=True))
         }
         for device in sample.devices:
             if device.device_used_bytes is not None:
@@ -79,3 +93,26 @@ class MemoryPane(BoxPane):
         self.query_one("#memory-table", KeyedTable).sync(rows, labels, {"device": 0 if several else 3})
         show_text(self.query_one("#memory-device", Static), "\n".join(lines))
         self.query_one("#memory-sparkline", Sparkline).data = list(snapshot.memory_history)
+
+    def _hold_cumulative(
+        self, snapshot: RunSnapshot, keys: list[str], labels: dict[str, str], cells: dict[str, list[str]]
+    ) -> None:
+        """Keep the cumulative columns as last shown (in place, in `labels` and `cells`) for up to a second of
+        the run's time, unless anything else in the table or the run's state changed."""
+        held = self._cumulative
+        now = snapshot.timestamp
+        steady = (
+            held is not None
+            and held[1] == snapshot.state
+            and list(held[2]) == keys
+            and now - held[0] < CUMULATIVE_EVERY_S
+            and all(labels[n] == held[3].get(n) for n in ("live", "peak"))
+            and all(cells[n][i] == held[2][key][n] for i, key in enumerate(keys) for n in ("live", "peak"))
+        )
+        if held is not None and steady:
+            for name in CUMULATIVE:
+                labels[name] = held[3][name]
+                cells[name] = [held[2][key][name] for key in keys]
+            return
+        shown = {key: {n: cells[n][i] for n in BYTE_COLUMNS} for i, key in enumerate(keys)}
+        self._cumulative = (now, snapshot.state, shown, dict(labels))

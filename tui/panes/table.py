@@ -17,6 +17,7 @@ from typing import NamedTuple
 from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 __all__ = ["Column", "KeyedTable", "text_width"]
 
@@ -138,7 +139,10 @@ class KeyedTable(DataTable[object]):
                         self.shown, self._visible(old), self._visible(cells), strict=True
                     ):
                         if before_cell != after_cell:
-                            self.update_cell(key, name, after_cell, update_width=True)
+                            # Widths only grow, so only a wider cell needs them measured again: that pass
+                            # clears every cache of the table and costs the viewer on each snapshot.
+                            wider = text_width(after_cell) > self.columns[ColumnKey(name)].content_width
+                            self.update_cell(key, name, after_cell, update_width=wider)
 
     def row_cells(self, key: str) -> dict[str, object]:
         """Every column's cell of row `key`, shown or not, by column name."""
