@@ -109,3 +109,22 @@ def test_given_inputs_are_used() -> None:
     # every output element is 512 * (512 * 0.5) * 2
     out = report["outputs"][0]
     assert out["min"] == out["max"] == pytest.approx(512 * 256 * 2)
+
+
+@pytest.mark.parametrize(
+    ("argv", "target", "level"),
+    [
+        (["run", "--profile", "demo:mlp"], "demo:mlp", "default"),  # the flag alone before the target
+        (["run", "demo:mlp", "--profile"], "demo:mlp", "default"),
+        (["run", "demo:mlp", "--profile", "full"], "demo:mlp", "full"),
+        (["run", "--profile", "full", "demo:mlp"], "demo:mlp", "full"),
+        (["run", "demo:mlp", "--profile=full"], "demo:mlp", "full"),
+        (["run", "demo:mlp"], "demo:mlp", None),
+    ],
+)
+def test_profile_takes_its_level_only_when_one_follows(argv: list[str], target: str, level: str | None) -> None:
+    from gputop.tui.cli import build_parser
+    from gputop.tui.cli.run import profile_flag_alone
+
+    args = build_parser().parse_args(profile_flag_alone(argv))
+    assert (args.target, args.profile) == (target, level)

@@ -96,6 +96,8 @@ def run_cli(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in SUBCOMMANDS:
+            if argv[0] == "run":
+                argv = run.profile_flag_alone(argv)
             args = build_parser().parse_args(argv)
             return int(SUBCOMMANDS[args.command](args))
         if argv and argv[0] in ("-h", "--help"):

@@ -16,7 +16,7 @@ from gputop.tui.cli.compare import add_gate_arguments, baseline_gate, judge_run
 from gputop.tui.cli.headless import drive, ending
 from gputop.tui.cli.options import Subcommand, add_run_options, config_from, write_json
 
-__all__ = ["SPEC", "add_arguments", "command_run"]
+__all__ = ["SPEC", "add_arguments", "command_run", "profile_flag_alone"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +76,18 @@ def command_run(args: argparse.Namespace) -> int:
     if baseline is not None and code == 0:
         return judge_run(baseline, report, stream=text_stream)
     return code
+
+
+def profile_flag_alone(argv: list[str]) -> list[str]:
+    """`--profile` followed by anything but a level is the flag alone (`--profile=default`): its level is
+    optional, and argparse would otherwise take the target after it (`gputop run --profile demo:mlp`) for one."""
+    out = list(argv)
+    for i, token in enumerate(out[:-1]):
+        if token == "--":
+            break
+        if token == "--profile" and out[i + 1] not in PROFILE_LEVELS:
+            out[i] = "--profile=default"
+    return out
 
 
 SPEC = Subcommand(
