@@ -75,8 +75,9 @@ class StreamOptions:
     # page-cache or o_direct force one (benchmarks, tests).
     read_path: str = "auto"
     # Make the device buffers and all but one staging slot per reader while the reads run, on the loading
-    # thread's idle moments, not before the first read: on the H200 the buffers took 0.41 s up front on
-    # Vulkan and the pinned staging 0.05 s on CUDA (BENCHMARKS.md). False: everything up front (the A/B).
+    # thread's idle moments, not before the first read. On an H100 (BENCHMARKS.md) that took CUDA from 35.5
+    # to 40.6 GB/s (medians of 3); on Vulkan, whose 256 allocations take 0.34-0.42 s on this same thread
+    # either way, it is even (1.044 against 1.017 s). False: everything up front (the A/B).
     overlap_allocation: bool = True
 
     def __post_init__(self) -> None:
@@ -153,7 +154,7 @@ class ParameterStream:
         self._submit_lock = threading.Lock()
         # Pinned staging slots, kept from one load to the next (a program may ask for its parameters in many
         # loads) and freed by `release_staging` when the run closes: freeing pinned memory is slow (on the
-        # H200 it grew the context's time after the last byte by about 1.4 ms per MiB of staging).
+        # H200 the context's time after the last byte was 18 ms with 32 MiB of staging, 56 ms with 256 MiB).
         self._pool: list[_Slot] = []
 
     # -- what the run reads -------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ class MemoryPane(BoxPane):
     def show(self, snapshot: RunSnapshot) -> None:
         sample = snapshot.memory
         if sample is None:  # a new run before its first sample: nothing of the last one stays
+            self._cumulative = None
             self.query_one("#memory-table", KeyedTable).sync({})
             show_text(self.query_one("#memory-device", Static), "")
             self.query_one("#memory-sparkline", Sparkline).data = []
@@ -105,7 +106,7 @@ class MemoryPane(BoxPane):
             held is not None
             and held[1] == snapshot.state
             and list(held[2]) == keys
-            and now - held[0] < CUMULATIVE_EVERY_S
+            and 0 <= now - held[0] < CUMULATIVE_EVERY_S
             and all(labels[n] == held[3].get(n) for n in ("live", "peak"))
             and all(cells[n][i] == held[2][key][n] for i, key in enumerate(keys) for n in ("live", "peak"))
         )
