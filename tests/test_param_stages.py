@@ -222,12 +222,12 @@ def test_buffers_are_made_beside_the_reads_and_the_staging_is_kept_until_release
             assert 3 <= slots <= 6, stages
         else:
             assert slots == 6 and stages.allocate_overlapped_s == 0
-        kept = [id(slot.buffer) for slot in stream._pool]
+        kept = [id(slot.buffer) for slot in stream._pool.slots]
         more = stream.load_entries(entries[:2], int(rt.MemoryType.DEVICE_LOCAL), usage)
         assert [device_bytes(runner, b) for b in more] == expected[:2]
-        assert [id(slot.buffer) for slot in stream._pool][: len(kept)] == kept  # the same slots again
+        assert [id(slot.buffer) for slot in stream._pool.slots][: len(kept)] == kept  # the same slots again
         stream.release_staging()
-        assert not stream._pool
+        assert not stream._pool.slots
         released = stream.stage_times()
         assert released is not None and released.staging_bytes == 0
         del buffers, more

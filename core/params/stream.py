@@ -41,11 +41,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from gputop.core.params.archive import ParameterEntry
 from gputop.core.params.reads import READ_PATHS, SLOT_PADDING, ArchiveFile, open_archive_file
 from gputop.core.params.stages import LoaderTally, ReaderTally, StageClock
+from gputop.core.params.staging import DeviceTargets, StagingPool, StagingSlot
 from gputop.core.snapshot import ParameterStages
 from gputop.core.units import human_bytes
 
@@ -106,18 +105,6 @@ class _Chunk:
 
 
 @dataclass
-class _Slot:
-    """A pinned staging buffer with its own timeline: copies out of one slot never overtake each other."""
-
-    buffer: Any
-    mapping: Any  # keeps the mapping (and so `view`) alive
-    view: np.ndarray
-    semaphore: Any
-    value: int = 0
-    pending_bytes: int = 0
-
-
-@dataclass
 class _Totals:
     requested: int = 0
     done: int = 0
@@ -152,10 +139,8 @@ class ParameterStream:
         self._totals = _Totals()
         self._clock = StageClock()
         self._submit_lock = threading.Lock()
-        # Pinned staging slots, kept from one load to the next (a program may ask for its parameters in many
-        # loads) and freed by `release_staging` when the run closes: freeing pinned memory is slow (on the
-        # H200 the context's time after the last byte was 18 ms with 32 MiB of staging, 56 ms with 256 MiB).
-        self._pool: list[_Slot] = []
+        # Kept from one load to the next, freed by `release_staging` when the run closes (see staging.py).
+        self._pool = StagingPool(device, cached=self._options.cached_staging)
 
     # -- what the run reads -------------------------------------------------------------------------------
     @property
@@ -185,7 +170,7 @@ class ParameterStream:
 
     def release_staging(self) -> None:
         """Free the pinned staging slots (the stream makes new ones if it loads again)."""
-        self._pool.clear()
+        self._pool.release()
         self._clock.staging(0)
 
     def module(self, instance: Any) -> Any:
@@ -221,7 +206,7 @@ class ParameterStream:
         started = time.perf_counter()
         try:
             requests = [StreamRequest(e.key, e, 0, 0, e.length) for e in entries]
-            targets = _Targets([partial(self.allocate, memory_type, buffer_usage, r) for r in requests])
+            targets = DeviceTargets([partial(self.allocate, memory_type, buffer_usage, r) for r in requests])
             self.transfer(requests, targets, [0] * len(requests))
             return targets.all()
         finally:
@@ -248,7 +233,7 @@ class ParameterStream:
         signal = signal_ref.deref(rt.HalFence)
         try:
             requests = self._requests(scope_ref, key_table_ref, key_data_ref, spans_ref)
-            targets = _Targets([partial(self.allocate, memory_types, buffer_usage, r) for r in requests])
+            targets = DeviceTargets([partial(self.allocate, memory_types, buffer_usage, r) for r in requests])
             self._wait(wait_ref)
             self.transfer(requests, targets, [0] * len(requests))
             buffers = targets.all()
@@ -283,7 +268,9 @@ class ParameterStream:
             target = target_ref.deref(rt.HalBuffer)
             requests = self._requests(scope_ref, key_table_ref, key_data_ref, spans_ref)
             self._wait(wait_ref)
-            self.transfer(requests, _Targets([lambda: target] * len(requests)), [r.buffer_offset for r in requests])
+            self.transfer(
+                requests, DeviceTargets([lambda: target] * len(requests)), [r.buffer_offset for r in requests]
+            )
         except Exception as exc:
             signal.fail(str(exc))
             raise
@@ -345,7 +332,7 @@ class ParameterStream:
         share = max(total // 4, 1) // slots
         return max(_MIN_CHUNK, min(options.chunk_bytes, share // _CHUNK_ALIGNMENT * _CHUNK_ALIGNMENT))
 
-    def transfer(self, requests: list[StreamRequest], targets: _Targets, bases: list[int]) -> None:
+    def transfer(self, requests: list[StreamRequest], targets: DeviceTargets, bases: list[int]) -> None:
         """Fill each target range from its parameter: splats by a fill, file bytes by the workers."""
         total = sum(r.length for r in requests)
         with self._totals.lock:
@@ -380,7 +367,7 @@ class ParameterStream:
                 self._clock.note(file.note)
                 file.close()
 
-    def _fill_splats(self, splats: list[tuple[StreamRequest, int, int]], targets: _Targets) -> None:
+    def _fill_splats(self, splats: list[tuple[StreamRequest, int, int]], targets: DeviceTargets) -> None:
         if not splats:
             return
         rt = self._rt
@@ -398,7 +385,7 @@ class ParameterStream:
         self._count(sum(r.length for r, _, _ in splats))
         self._clock.last_byte(time.perf_counter())
 
-    def _run_workers(self, chunks: list[_Chunk], targets: _Targets, slot_bytes: int) -> None:
+    def _run_workers(self, chunks: list[_Chunk], targets: DeviceTargets, slot_bytes: int) -> None:
         """Readers fill pinned slots from the file; this thread queues each slot's copy and recycles the slot.
 
         Every call into IREE (allocations, command buffers, queue submissions) stays on this, the
@@ -419,12 +406,13 @@ class ParameterStream:
         # Direct reads land a chunk's aligned superset at the slot's first aligned address (see reads.py).
         padding = SLOT_PADDING if any(c.file.direct for c in chunks) else 0
         wanted = count * max(1, self._options.slots_per_worker)
-        slots = self._take_staging(slot_bytes + padding, count if overlap else wanted)
+        slots = self._pool.take(slot_bytes + padding, count if overlap else wanted)
+        self._clock.staging(self._pool.bytes)
         self._clock.add_allocate(time.perf_counter() - started)
-        free: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
+        free: queue.SimpleQueue[StagingSlot] = queue.SimpleQueue()
         for slot in slots:
             free.put(slot)
-        filled: queue.SimpleQueue[tuple[_Slot, _Chunk, int] | BaseException] = queue.SimpleQueue()
+        filled: queue.SimpleQueue[tuple[StagingSlot, _Chunk, int] | BaseException] = queue.SimpleQueue()
         cursor = [0]
         cursor_lock = threading.Lock()
         stopping = threading.Event()
@@ -439,7 +427,8 @@ class ParameterStream:
             when none is left."""
             began = clock()
             if len(slots) < wanted:
-                slot = self._take_staging(slot_bytes + padding, 1, have=len(slots))[0]
+                slot = self._pool.take(slot_bytes + padding, 1, have=len(slots))[0]
+                self._clock.staging(self._pool.bytes)
                 slots.append(slot)
                 free.put(slot)
             else:
@@ -485,15 +474,15 @@ class ParameterStream:
         began = clock()
         for reader in readers:
             reader.start()
-        in_flight: collections.deque[_Slot] = collections.deque()
+        in_flight: collections.deque[StagingSlot] = collections.deque()
         ahead = overlap
         try:
             for _ in range(len(chunks)):
-                item: tuple[_Slot, _Chunk, int] | BaseException | None = None
+                item: tuple[StagingSlot, _Chunk, int] | BaseException | None = None
                 while item is None:
                     if self._should_stop():
                         raise RuntimeError("CANCELLED; the parameter load was stopped")
-                    while in_flight and self._landed(in_flight[0]):  # slots back to the readers as soon as free
+                    while in_flight and in_flight[0].landed():  # slots back to the readers as soon as free
                         free.put(self._settled(in_flight.popleft()))
                     try:
                         item = filled.get_nowait()
@@ -533,17 +522,7 @@ class ParameterStream:
             self._clock.add_batch(chunk_bytes=slot_bytes, wall_s=ended - began, readers=tallies, loader=loader)
             self._clock.last_byte(ended)
 
-    def _take_staging(self, size: int, count: int, *, have: int = 0) -> list[_Slot]:
-        """`count` slots of at least `size` bytes: the pool's (after the `have` already taken), then new ones
-        (kept in the pool). A pool of smaller slots is freed and made again at the new size."""
-        if any(len(slot.view) < size for slot in self._pool):
-            self._pool = [slot for slot in self._pool if len(slot.view) >= size]
-        while len(self._pool) < have + count:
-            self._pool.append(self._staging(size))
-        self._clock.staging(sum(len(slot.view) for slot in self._pool))
-        return self._pool[have : have + count]
-
-    def _submit_copy(self, slot: _Slot, target: Any, chunk: _Chunk, source_offset: int) -> None:
+    def _submit_copy(self, slot: StagingSlot, target: Any, chunk: _Chunk, source_offset: int) -> None:
         rt = self._rt
         command_buffer = rt.HalCommandBuffer(self._device, 0, True)
         command_buffer.copy(slot.buffer, target, source_offset, chunk.target_offset, chunk.length, end=True)
@@ -552,30 +531,11 @@ class ParameterStream:
         slot.value += 1
         slot.pending_bytes = chunk.length
 
-    def _settled(self, slot: _Slot) -> _Slot:
+    def _settled(self, slot: StagingSlot) -> StagingSlot:
         self._settle(slot)
         return slot
 
-    def _staging(self, size: int) -> _Slot:
-        """One pinned slot: host-local, device-visible (and cached) memory from the device's allocator, mapped."""
-        rt = self._rt
-        memory_type = int(rt.MemoryType.HOST_LOCAL) | int(rt.MemoryType.DEVICE_VISIBLE)
-        if self._options.cached_staging:
-            memory_type |= int(rt.MemoryType.HOST_CACHED)
-        buffer = self._device.allocator.allocate_buffer(
-            memory_type=memory_type,
-            allowed_usage=int(rt.BufferUsage.TRANSFER_SOURCE | rt.BufferUsage.MAPPING_SCOPED),
-            allocation_size=size,
-        )
-        mapping = buffer.map()
-        return _Slot(buffer, mapping, mapping.asarray([size], np.dtype(np.uint8)), self._device.create_semaphore(0))
-
-    @staticmethod
-    def _landed(slot: _Slot) -> bool:
-        """Whether the slot's last copy has landed (asks the semaphore; never waits)."""
-        return not slot.pending_bytes or int(slot.semaphore.query()) >= slot.value
-
-    def _settle(self, slot: _Slot) -> None:
+    def _settle(self, slot: StagingSlot) -> None:
         """Wait until the slot's last copy has landed, and count its bytes as loaded."""
         if slot.pending_bytes:
             slot.semaphore.wait(slot.value)
@@ -592,24 +552,3 @@ class ParameterStream:
     def _add_seconds(self, seconds: float) -> None:
         with self._totals.lock:
             self._totals.seconds += seconds
-
-
-class _Targets:
-    """The device buffers a load fills, each made by the loading thread when first asked for."""
-
-    def __init__(self, makers: list[Callable[[], Any]]) -> None:
-        self._makers = makers
-        self._buffers: list[Any] = [None] * len(makers)
-        self._locks = [threading.Lock() for _ in makers]
-
-    def made(self, index: int) -> bool:
-        return self._buffers[index] is not None
-
-    def get(self, index: int) -> Any:
-        with self._locks[index]:
-            if self._buffers[index] is None:
-                self._buffers[index] = self._makers[index]()
-            return self._buffers[index]
-
-    def all(self) -> list[Any]:
-        return [self.get(i) for i in range(len(self._makers))]
