@@ -75,8 +75,9 @@ class StreamOptions:
     read_path: str = "auto"
     # Make the device buffers and all but one staging slot per reader while the reads run, on the loading
     # thread's idle moments, not before the first read. On an H100 (BENCHMARKS.md) that took CUDA from 35.5
-    # to 40.6 GB/s (medians of 3); on Vulkan, whose 256 allocations take 0.34-0.42 s on this same thread
-    # either way, it is even (1.044 against 1.017 s). False: everything up front (the A/B).
+    # to 40.6 GB/s (medians of 3 pairs; one pair on another H100 went the other way by 3%). On Vulkan, whose
+    # 256 allocations take 0.34-0.42 s on this same thread either way, it does not help (3-6% slower in two
+    # comparisons). False: everything up front (the A/B).
     overlap_allocation: bool = True
 
     def __post_init__(self) -> None:
