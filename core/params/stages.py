@@ -48,7 +48,6 @@ class StageClock:
         self._chunk_bytes = 0
         self._allocate_s = self._fill_s = self._wall_s = self._reader_s = 0.0
         self._allocate_overlapped_s = 0.0
-        self._staging_bytes = 0
         self._read_s = self._slot_wait_s = self._read_wait_s = self._dma_wait_s = 0.0
         self._direct_bytes = self._cached_bytes = self._chunks = 0
         self._notes: list[str] = []
@@ -78,11 +77,6 @@ class StageClock:
         with self._lock:
             self._allocate_s += seconds
 
-    def staging(self, nbytes: int) -> None:
-        """The pinned staging the stream holds now."""
-        with self._lock:
-            self._staging_bytes = nbytes
-
     def add_fill(self, seconds: float) -> None:
         with self._lock:
             self._fill_s += seconds
@@ -111,9 +105,13 @@ class StageClock:
                 self._chunks += tally.chunks
 
     def stages(
-        self, *, context_before_s: float | None = None, context_after_s: float | None = None
+        self,
+        *,
+        context_before_s: float | None = None,
+        context_after_s: float | None = None,
+        staging_bytes: int = 0,
     ) -> ParameterStages | None:
-        """The sums as a value; None before any file bytes were read."""
+        """The sums as a value, with the pinned staging held now; None before any file bytes were read."""
         with self._lock:
             if not self._chunks and not self._fill_s:
                 return None
@@ -162,7 +160,7 @@ class StageClock:
                 context_before_s=context_before_s,
                 context_after_s=context_after_s,
                 allocate_overlapped_s=min(self._allocate_overlapped_s, submit),
-                staging_bytes=self._staging_bytes,
+                staging_bytes=staging_bytes,
             )
 
 

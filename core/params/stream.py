@@ -167,12 +167,12 @@ class ParameterStream:
         return clock.stages(
             context_before_s=max(0.0, before) if before is not None else None,
             context_after_s=max(0.0, after) if after is not None else None,
+            staging_bytes=self._pool.bytes,
         )
 
     def release_staging(self) -> None:
         """Free the pinned staging slots (the stream makes new ones if it loads again)."""
         self._pool.release()
-        self._clock.staging(0)
 
     def module(self, instance: Any) -> Any:
         """The VM module to register in place of `create_io_parameters_module`'s."""
@@ -408,7 +408,6 @@ class ParameterStream:
         padding = SLOT_PADDING if any(c.file.direct for c in chunks) else 0
         wanted = count * max(1, self._options.slots_per_worker)
         slots = self._pool.take(slot_bytes + padding, count if overlap else wanted)
-        self._clock.staging(self._pool.bytes)
         self._clock.add_allocate(time.perf_counter() - started)
         free: queue.SimpleQueue[StagingSlot] = queue.SimpleQueue()
         for slot in slots:
@@ -429,7 +428,6 @@ class ParameterStream:
             began = clock()
             if len(slots) < wanted:
                 slot = self._pool.take(slot_bytes + padding, 1, have=len(slots))[0]
-                self._clock.staging(self._pool.bytes)
                 slots.append(slot)
                 free.put(slot)
             else:

@@ -13,6 +13,8 @@ bytes, the rows, or the run's state change.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
@@ -36,6 +38,16 @@ CUMULATIVE = ("allocated", "freed")
 CUMULATIVE_EVERY_S = 1.0  # of snapshot time (the engine's clock): replays draw alike at any speed
 
 
+class _Shown(NamedTuple):
+    """The byte columns as last shown in full: when (snapshot time), in which state, each row's cells by
+    column name, and each column's label."""
+
+    at: float
+    state: str
+    cells: dict[str, dict[str, str]]
+    labels: dict[str, str]
+
+
 class MemoryPane(BoxPane):
     PANE_ID = "memory"
     TITLE = "Memory pools"
@@ -51,8 +63,7 @@ class MemoryPane(BoxPane):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        # The cumulative columns as last shown: (snapshot time, run state, cells by row key and label by name).
-        self._cumulative: tuple[float, str, dict[str, dict[str, str]], dict[str, str]] | None = None
+        self._cumulative: _Shown | None = None
 
     def compose(self) -> ComposeResult:
         yield KeyedTable(COLUMNS, id="memory-table")
@@ -102,18 +113,17 @@ class MemoryPane(BoxPane):
         the run's time, unless anything else in the table or the run's state changed."""
         held = self._cumulative
         now = snapshot.timestamp
-        steady = (
+        if (
             held is not None
-            and held[1] == snapshot.state
-            and list(held[2]) == keys
-            and 0 <= now - held[0] < CUMULATIVE_EVERY_S
-            and all(labels[n] == held[3].get(n) for n in ("live", "peak"))
-            and all(cells[n][i] == held[2][key][n] for i, key in enumerate(keys) for n in ("live", "peak"))
-        )
-        if held is not None and steady:
+            and held.state == snapshot.state
+            and list(held.cells) == keys
+            and 0 <= now - held.at < CUMULATIVE_EVERY_S
+            and all(labels[n] == held.labels.get(n) for n in ("live", "peak"))
+            and all(cells[n][i] == held.cells[key][n] for i, key in enumerate(keys) for n in ("live", "peak"))
+        ):
             for name in CUMULATIVE:
-                labels[name] = held[3][name]
-                cells[name] = [held[2][key][name] for key in keys]
+                labels[name] = held.labels[name]
+                cells[name] = [held.cells[key][name] for key in keys]
             return
         shown = {key: {n: cells[n][i] for n in BYTE_COLUMNS} for i, key in enumerate(keys)}
-        self._cumulative = (now, snapshot.state, shown, dict(labels))
+        self._cumulative = _Shown(now, snapshot.state, shown, dict(labels))
