@@ -42,10 +42,15 @@ async def profile_now(app: GputopApp, pilot: Pilot[int], timeout: float = 120.0)
 
 
 async def footer_keys(app: GputopApp, pilot: Pilot[int]) -> list[Widget]:
-    """The footer's keys (shown or given way), once Textual has composed them: it recomposes them whenever the
-    bindings change, and a test that looks too early finds none."""
+    """The footer's keys (shown or given way), once Textual has composed and laid them out: it recomposes them
+    whenever the bindings change, and a test that looks too early finds none, or keys not placed yet."""
     footer = app.query_one(Footer)
-    await wait_for(pilot, lambda: bool(footer.query("FooterKey")), timeout=5.0)
+
+    def laid_out() -> bool:
+        keys = list(footer.query("FooterKey"))
+        return bool(keys) and all(key.region.area for key in keys if key.display)
+
+    await wait_for(pilot, laid_out, timeout=5.0)
     return list(footer.query("FooterKey"))
 
 
