@@ -87,11 +87,9 @@ async def test_help_screen_and_quit_from_it() -> None:
     app = live_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, HelpScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=5.0)
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not isinstance(app.screen, HelpScreen)
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), timeout=5.0)
         await pilot.press("question_mark")
         await pilot.press("q")
         await pilot.pause(0.5)
@@ -181,9 +179,8 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
     async with app.run_test(size=(200, 60)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
         await profile_now(app, pilot)
-        await pilot.pause(0.3)
         table = app.query_one("#kernels-table", KeyedTable)
-        assert table.row_count == 3
+        await wait_for(pilot, lambda: table.row_count == 3, timeout=5.0)
         assert any("profile: 3 kernels" in line for line in app.query_one(LogPane).messages)
         # Each row says how close the kernel came to the device's limit; at 200 columns every column shows.
         assert set(table.shown) == {c.name for c in table.columns_all}
@@ -194,8 +191,8 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         assert "peak" in str(app.query_one("#kernels-summary").render())
         # f: the roofline, each kernel numbered under the ceilings; escape closes it.
         await pilot.press("f")
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, RooflineScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, RooflineScreen), timeout=5.0)
+        await pilot.pause(0.2)  # and drawn
         chart = str(app.screen.query_one("#roofline-chart").render())
         assert "roofs: compute" in chart and "dispatch_0_matmul_256x1024x1024_f32" in chart
         assert any(0x2801 <= ord(c) <= 0x28FF for c in chart), "the ceilings are drawn in braille"
@@ -206,8 +203,7 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         assert legend == {f"dispatch_{n}_" + k.name.split(f"dispatch_{n}_")[1]: n
                           for n, k in zip(numbers, app.snapshot.profile.kernels, strict=True)}  # fmt: skip
         await pilot.press("escape")
-        await pilot.pause(0.2)
-        assert not isinstance(app.screen, RooflineScreen)
+        await wait_for(pilot, lambda: not isinstance(app.screen, RooflineScreen), timeout=5.0)
         # The run goes on after the pass.
         before = calls(app)
         await wait_for(pilot, lambda: calls(app) > before)
@@ -240,8 +236,7 @@ async def test_a_terminal_too_small_says_so() -> None:
         assert notice.display and "50x12 is too small" in str(notice.render())
         assert not app.query_one("#panes").display
         await pilot.resize_terminal(120, 40)
-        await pilot.pause(0.3)
-        assert not app.query_one("#too-small").display and app.query_one("#panes").display
+        await wait_for(pilot, lambda: not app.query_one("#too-small").display and app.query_one("#panes").display, 5.0)
 
 
 # -- the Captures pane: enter lists a capture's dispatches, o opens it ----------------------------------

@@ -84,9 +84,8 @@ async def test_kernels_keep_count_avg_min_max_and_nothing_scrolls_sideways(size:
     async with app.run_test(size=size) as pilot:
         await pilot.pause(0.5)
         await pilot.press("3")  # Kernels forward where the panes take turns
-        await pilot.pause(0.3)
         kernels = app.query_one("#kernels-table", KeyedTable)
-        assert kernels.row_count == 3
+        await wait_for(pilot, lambda: kernels.row_count == 3, timeout=5.0)
         assert {"kernel", "count", "avg", "min", "max"} <= set(kernels.shown)
         if size == (200, 60):
             assert set(kernels.shown) == {c.name for c in kernels.columns_all}
@@ -110,11 +109,9 @@ async def test_l_grows_the_log_and_shrinks_it_back() -> None:
         small = log.size.height
         assert small <= 5  # a few lines: the panes keep the screen
         await pilot.press("l")
-        await pilot.pause(0.2)
-        assert log.size.height > small
+        await wait_for(pilot, lambda: log.size.height > small, timeout=5.0)
         await pilot.press("l")
-        await pilot.pause(0.2)
-        assert log.size.height == small
+        await wait_for(pilot, lambda: log.size.height == small, timeout=5.0)
 
 
 async def test_a_recorded_run_offers_no_live_keys() -> None:
@@ -284,7 +281,8 @@ async def test_the_roofline_legend_keeps_every_kernel_at_80x24() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.5)
         await pilot.press("f")
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: bool(app.screen.query("#roofline-chart")), timeout=5.0)
+        await pilot.pause(0.3)  # laid out at the window's size
         from gputop.tui.screens.roofline import render_roofline
 
         chart = app.screen.query_one("#roofline-chart")
@@ -344,8 +342,8 @@ async def test_the_timeline_keeps_its_records_lines_on_screen(size: tuple[int, i
     async with app.run_test(size=size) as pilot:
         await pilot.pause(0.5)
         await pilot.press("t")
-        await pilot.pause(0.5)
-        assert isinstance(app.screen, TimelineScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen), timeout=5.0)
+        await pilot.pause(0.3)  # and drawn
         assert app.snapshot is not None and app.snapshot.profile is not None
         breakdown = app.snapshot.profile.call_breakdown
         assert breakdown is not None
