@@ -36,11 +36,11 @@ typecheck: setup
 
 # Screenshots come only from driving the real app (never edited by hand).
 screenshots: setup
-	$(PY) scripts/screenshots.py screenshots/gputop-cpu.svg --device local-task --calls 30 --profile
-	$(PY) scripts/screenshots.py screenshots/gputop-cpu-80x24.svg --device local-task --calls 30 --profile --size 80x24
-	$(PY) scripts/screenshots.py screenshots/gputop-cpu-200x60.svg --device local-task --calls 30 --profile --size 200x60
-	$(PY) scripts/screenshots.py screenshots/gputop-timeline-cpu.svg --device local-task --calls 30 --profile --press t
-	$(PY) scripts/screenshots.py screenshots/gputop-roofline-cpu.svg --device local-task --calls 30 --profile --roofline
+	$(PY) scripts/screenshots.py screenshots/gputop-cpu.svg --device local-task --calls 30 --profile --engine-process
+	$(PY) scripts/screenshots.py screenshots/gputop-cpu-80x24.svg --device local-task --calls 30 --profile --engine-process --size 80x24
+	$(PY) scripts/screenshots.py screenshots/gputop-cpu-200x60.svg --device local-task --calls 30 --profile --engine-process --size 200x60
+	$(PY) scripts/screenshots.py screenshots/gputop-timeline-cpu.svg --device local-task --calls 30 --profile --engine-process --press t
+	$(PY) scripts/screenshots.py screenshots/gputop-roofline-cpu.svg --device local-task --calls 30 --profile --engine-process --roofline
 	scripts/resnet50_screenshot.sh $(PY) screenshots/gputop-resnet50-cpu.svg
 	$(PY) scripts/params_screenshot.py screenshots/gputop-params-cpu.svg --device local-task --mode streamed --cold
 
