@@ -130,15 +130,18 @@ def test_a_second_signal_writes_the_record_at_once(tmp_path: Path) -> None:
     source.write_text(BIG_MATMUL)
     folder = tmp_path / "run"
     child = spawn_gputop("run", str(source), "--device", "local-task", "-n", "1000", "--session-dir", str(folder))
-    # "running" comes after the first call: the next one, seconds long, is in flight when the signals land.
+    # A sample counting one steady call: the next one, seconds long, is in flight when the signals land.
+    # ("running" alone is not enough: it is set before the call loop's first call, and a signal in that gap
+    # ends the run at once, with no call to interrupt; CI once caught it there.)
     try:
-        poll(lambda: manifest(folder)["state"] == "running", timeout=300, every=0.1)
+        poll(lambda: (last_sample(folder).get("calls") or {}).get("count", 0) >= 1, timeout=300, every=0.05)
     except AssertionError:
         child.kill()
         child.wait()
         raise
     child.send_signal(signal.SIGTERM)
     time.sleep(0.3)
+    assert child.poll() is None, "the run ended on the first signal: no call was in flight"
     took = signal_and_time(child, signal.SIGTERM)
     stderr = child.stderr.read() if child.stderr else ""
     assert child.returncode == 143 and took < 3, (took, stderr)
