@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.geometry import Region
+from tui_pilot import wait_for
 
 from conftest import run_json
 from gputop.core.profiling.profiles import runtime_tool
@@ -359,13 +360,12 @@ async def test_t_opens_the_timeline_of_the_newest_pass() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.5)
         await pilot.press("t")
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, TimelineScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.query_one(TimelineView))
+        await pilot.pause(0.3)  # laid out at the window's size
         view = app.screen.query_one(TimelineView)
         lines = view.render_lines(Region(0, 0, view.size.width, view.size.height))
         rendered = "\n".join("".join(segment.text for segment in line) for line in lines)
         assert "median call" in rendered and "local-task" in rendered and "unaccounted" in rendered
         assert max(len(line.rstrip()) for line in rendered.splitlines()) <= 80
         await pilot.press("t")
-        await pilot.pause(0.2)
-        assert not isinstance(app.screen, TimelineScreen)
+        await wait_for(pilot, lambda: not isinstance(app.screen, TimelineScreen), timeout=5.0)

@@ -191,9 +191,9 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         assert "peak" in str(app.query_one("#kernels-summary").render())
         # f: the roofline, each kernel numbered under the ceilings; escape closes it.
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, RooflineScreen), timeout=5.0)
-        await pilot.pause(0.2)  # and drawn
-        chart = str(app.screen.query_one("#roofline-chart").render())
+        await wait_for(pilot, lambda: "roofs: compute" in roofline_text(app))
+        assert isinstance(app.screen, RooflineScreen)
+        chart = roofline_text(app)
         assert "roofs: compute" in chart and "dispatch_0_matmul_256x1024x1024_f32" in chart
         assert any(0x2801 <= ord(c) <= 0x28FF for c in chart), "the ceilings are drawn in braille"
         # The chart marks each kernel with the number the Kernels table shows before its name (0, 1, 2).
@@ -224,8 +224,12 @@ async def test_work_read_from_dispatch_names_is_marked_in_the_kernels_pane(tmp_p
         note = app.query_one("#kernels-note", Static)
         assert note.display and str(note.render()) == f"{NAME_MARK} {NAME_NOTE}"
         await pilot.press("f")
-        await pilot.pause(0.3)
-        assert "(work from its name)" in str(app.screen.query_one("#roofline-chart").render())
+        await wait_for(pilot, lambda: "(work from its name)" in roofline_text(app))
+
+
+def roofline_text(app: GputopApp) -> str:
+    """The roofline window's chart as drawn (NoMatches until the window has composed it)."""
+    return str(app.screen.query_one("#roofline-chart").render())
 
 
 async def test_a_terminal_too_small_says_so() -> None:
@@ -286,8 +290,7 @@ async def test_enter_on_an_h200_capture_lists_its_dispatches() -> None:
         assert replay.startswith("not replayed: vendor mismatch: captured on NVIDIA H200")
         assert "not replayed: vendor mismatch" in log_text(app)
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not isinstance(app.screen, CaptureScreen)
+        await wait_for(pilot, lambda: not isinstance(app.screen, CaptureScreen), timeout=5.0)
 
 
 async def test_enter_on_a_lavapipe_capture_shows_replayed_gpu_times(vulkan_device: str) -> None:

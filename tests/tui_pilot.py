@@ -7,6 +7,7 @@ the app is built or polled is made once.
 
 from __future__ import annotations
 
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -24,11 +25,19 @@ def live_app(**config: object) -> GputopApp:
 
 
 async def wait_for(pilot: Pilot[int], condition: object, timeout: float = 60.0) -> None:
+    """Until `condition()` holds; a widget it asks for that is not composed yet (NoMatches) is "not yet"."""
     waited = 0.0
-    while not condition():  # type: ignore[operator]
+    while not _holds(condition):
         await pilot.pause(0.1)
         waited += 0.1
         assert waited < timeout, "timed out waiting for the app"
+
+
+def _holds(condition: object) -> bool:
+    try:
+        return bool(condition())  # type: ignore[operator]
+    except NoMatches:  # a window pushed a moment ago has not composed its children yet
+        return False
 
 
 def calls(app: GputopApp) -> int:
@@ -61,7 +70,8 @@ def key_name(key: Widget) -> str:
 async def choose_device(app: GputopApp, pilot: Pilot[int], device_id: str) -> None:
     """`d`, then `device_id` picked in the chooser and Enter, as a user would."""
     await pilot.press("d")
-    await wait_for(pilot, lambda: isinstance(app.screen, DeviceScreen))
+    # The window is on the stack a moment before its list is composed into it: wait for the list too.
+    await wait_for(pilot, lambda: isinstance(app.screen, DeviceScreen) and app.screen.query_one("OptionList"))
     option_list = app.screen.query_one("OptionList")
     ids = [option_list.get_option_at_index(i).id for i in range(option_list.option_count)]  # type: ignore[attr-defined]
     assert device_id in ids
