@@ -193,10 +193,11 @@ async def test_attach_follows_the_run_and_its_keys_reach_it(served: tuple[Path, 
         await until(lambda: app.snapshot.state == "running")  # type: ignore[union-attr]
         await pilot.press("r")
         await pilot.press("c")
-        await pilot.pause(0.3)
-        log = "\n".join(app.query_one(LogPane).messages)
-        assert f"reload: the run belongs to pid {child.pid} (gputop serve demo:mlp" in log
-        assert "capture: RenderDoc captures Vulkan work; this run is on local-task" in log
+        reload_said = f"reload: the run belongs to pid {child.pid} (gputop serve demo:mlp"
+        capture_said = "capture: RenderDoc captures Vulkan work; this run is on local-task"
+        await until(
+            lambda: all(said in "\n".join(app.query_one(LogPane).messages) for said in (reload_said, capture_said)), 30
+        )
         await pilot.press("q")
         await pilot.pause(0.5)
     assert app.return_code == 0
@@ -224,8 +225,10 @@ async def test_attach_says_when_the_run_ends(tmp_path: Path) -> None:
         assert "the run has ended: interrupted, exit code 143" in "\n".join(app.query_one(log).messages)
         assert app.snapshot.state == "stopped"  # its last sample; "interrupted" is the manifest's word
         await pilot.press("p")
-        await pilot.pause(0.2)
-        assert "profile: the run has ended (interrupted)" in "\n".join(app.query_one(log).messages)
+        deadline = time.monotonic() + 30
+        while "profile: the run has ended (interrupted)" not in "\n".join(app.query_one(log).messages):
+            assert time.monotonic() < deadline, app.query_one(log).messages[-3:]
+            await pilot.pause(0.2)
 
 
 def test_open_points_to_attach_while_the_run_lives_and_attach_to_open_after(

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tui_pilot import wait_for
 
 from conftest import assert_one_line_error, run_gputop, run_json
 from gputop.core.compare import compare_reports, gate
@@ -327,13 +328,11 @@ async def test_b_picks_a_baseline_among_past_sessions_of_the_target(tmp_path: Pa
         await pilot.pause(0.5)
         assert app.baseline is None
         await pilot.press("b")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: "vs base" in app.query_one("#kernels-table", KeyedTable).shown, timeout=30)
         assert app.baseline is not None and app.baseline.target == "demo:mlp"
-        assert "vs base" in app.query_one("#kernels-table", KeyedTable).shown
         for _ in range(200):  # past the oldest: no baseline again
             if app.baseline is None:
                 break
             await pilot.press("b")
         assert app.baseline is None
-        await pilot.pause(0.3)
-        assert "vs base" not in app.query_one("#kernels-table", KeyedTable).shown
+        await wait_for(pilot, lambda: "vs base" not in app.query_one("#kernels-table", KeyedTable).shown, timeout=5)

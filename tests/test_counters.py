@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from test_neighbours import cuda_mlp
+from tui_pilot import wait_for
 
 from conftest import run_gputop, run_json
 from gputop.core import nvml
@@ -411,14 +412,19 @@ def test_the_control_request_answers_with_the_same_reason() -> None:
 
 
 async def test_n_in_the_tui_on_the_cpu_says_why() -> None:
-    from tui_pilot import calls, live_app, wait_for
+    from tui_pilot import calls, live_app
 
     app = live_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
         await pilot.press("n")
-        await pilot.pause(0.3)
-        lines = [m for m in app.query_one("LogPane").messages if "counters:" in m]  # type: ignore[attr-defined]
+
+        def said() -> list[str]:
+            return [m for m in app.query_one("LogPane").messages if "counters:" in m]  # type: ignore[attr-defined]
+
+        await wait_for(pilot, said, timeout=30)
+        await pilot.pause(0.3)  # and nothing more said of it
+        lines = said()
         assert len(lines) == 1 and "hardware counters need Nsight Compute" in lines[0], lines
         assert "the CPU (local-task)" in lines[0]
         assert app.query_one(KernelsPane).has_class("front")  # as p does, n brings Kernels forward
@@ -449,8 +455,8 @@ async def test_the_kernels_pane_shows_what_was_measured_at_80x24() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.5)
         await pilot.press("3")
-        await pilot.pause(0.3)
         table = app.query_one("#kernels-table")
+        await wait_for(pilot, lambda: table.row_count == 3, timeout=5.0)  # type: ignore[attr-defined]
         shown = table.shown  # type: ignore[attr-defined]
         assert {"kernel", "avg", "FLOP", "vs est", "occ", "DRAM"} <= set(shown) and "min" not in shown, shown
         cells = table.row_cells("mlp_dispatch_0_matmul_256x1024x1024_f32")  # type: ignore[attr-defined]
