@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tui_pilot import wait_for
 
 from conftest import end_child, poll, run_gputop, spawn_gputop
 from gputop.core.serving.control_socket import CONTROL_SOCKET, ControlServer, ControlUnavailable, ask
@@ -172,31 +173,26 @@ async def test_attach_follows_the_run_and_its_keys_reach_it(served: tuple[Path, 
     folder, child = served
     app = GputopApp(AttachSource(folder))
     async with app.run_test(size=(120, 40)) as pilot:
-
-        async def until(test: object, timeout: float = 90) -> None:
-            deadline = time.monotonic() + timeout
-            while not test():  # type: ignore[operator]
-                assert time.monotonic() < deadline, "timed out"
-                await pilot.pause(0.2)
-
-        await until(lambda: app.snapshot is not None and app.snapshot.calls.count > 0)
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.calls.count > 0, timeout=90)
         first = app.snapshot.calls.count  # type: ignore[union-attr]
-        await until(lambda: app.snapshot.calls.count > first)  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: app.snapshot.calls.count > first, timeout=90)  # type: ignore[union-attr]
         header = str(app.query_one(HeaderBar).render())
         assert f"attached pid {child.pid} on " in header and "gputop serve demo:mlp" in header
         await pilot.press("p")
-        await until(lambda: app.snapshot.profile is not None)  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: app.snapshot.profile is not None, timeout=90)  # type: ignore[union-attr]
         assert app.snapshot.profile.kernels  # type: ignore[union-attr]
         await pilot.press("space")
-        await until(lambda: app.snapshot.state == "paused")  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: app.snapshot.state == "paused", timeout=90)  # type: ignore[union-attr]
         await pilot.press("space")
-        await until(lambda: app.snapshot.state == "running")  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: app.snapshot.state == "running", timeout=90)  # type: ignore[union-attr]
         await pilot.press("r")
         await pilot.press("c")
         reload_said = f"reload: the run belongs to pid {child.pid} (gputop serve demo:mlp"
         capture_said = "capture: RenderDoc captures Vulkan work; this run is on local-task"
-        await until(
-            lambda: all(said in "\n".join(app.query_one(LogPane).messages) for said in (reload_said, capture_said)), 30
+        await wait_for(
+            pilot,
+            lambda: all(said in "\n".join(app.query_one(LogPane).messages) for said in (reload_said, capture_said)),
+            timeout=30,
         )
         await pilot.press("q")
         await pilot.pause(0.5)
@@ -214,21 +210,17 @@ async def test_attach_says_when_the_run_ends(tmp_path: Path) -> None:
     poll(lambda: (folder / CONTROL_SOCKET).exists(), timeout=120)
     app = GputopApp(AttachSource(folder))
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.snapshot is None or app.snapshot.calls.count == 0:
-            await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.calls.count > 0, timeout=90)
         end_child(child)
-        deadline = time.monotonic() + 30
-        log = LogPane
-        while "the run has ended" not in "\n".join(app.query_one(log).messages):
-            assert time.monotonic() < deadline
-            await pilot.pause(0.2)
-        assert "the run has ended: interrupted, exit code 143" in "\n".join(app.query_one(log).messages)
+
+        def log() -> str:
+            return "\n".join(app.query_one(LogPane).messages)
+
+        await wait_for(pilot, lambda: "the run has ended" in log(), timeout=30)
+        assert "the run has ended: interrupted, exit code 143" in log()
         assert app.snapshot.state == "stopped"  # its last sample; "interrupted" is the manifest's word
         await pilot.press("p")
-        deadline = time.monotonic() + 30
-        while "profile: the run has ended (interrupted)" not in "\n".join(app.query_one(log).messages):
-            assert time.monotonic() < deadline, app.query_one(log).messages[-3:]
-            await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "profile: the run has ended (interrupted)" in log(), timeout=30)
 
 
 def test_open_points_to_attach_while_the_run_lives_and_attach_to_open_after(
