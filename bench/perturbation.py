@@ -35,6 +35,7 @@ Usage: python bench/perturbation.py [--target demo:mlp] [--device local-task] [-
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import fcntl
 import json
@@ -63,6 +64,32 @@ BREAKDOWN = ("host", "queue", "alloc", "device_busy", "device_idle", "return_wai
 SEGMENTS_COMPARED = ("wall", "host", "return_wait", "device_busy")  # the issue's three, and the wall they share
 
 
+# Every process group this script starts (each in a session of its own), ended with it however it ends: a run
+# cut short by `timeout` once left a TUI and its engine calling the GPU beside the next module's rounds.
+STARTED: list[subprocess.Popen[bytes]] = []
+
+
+def end_started(*_: object) -> None:
+    for process in STARTED:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # a TUI's own engine follows: it watches its parent
+
+
+def start(command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+    """Popen in a session of its own, ended with this script."""
+    process = subprocess.Popen(command, start_new_session=True, **popen)
+    STARTED.append(process)
+    return process
+
+
+def run_to_end(command: list[str], env: dict[str, str]) -> None:
+    """subprocess.run(check=True), quietly, in a session of its own and ended with this script."""
+    process = start(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if process.wait() != 0:
+        raise subprocess.CalledProcessError(process.returncode, command)
+
+
 class Terminal:
     """A process on a pseudo-terminal of a given size, its output read and thrown away as a terminal would."""
 
@@ -71,14 +98,8 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         # Its own session, as a process in a real terminal is: with the kernel's autogroup scheduling (on here),
         # a session is a scheduling group, and a viewer that shared one with its engine took its CPU differently.
-        self.process = subprocess.Popen(
-            command,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env={**env, "TERM": "xterm-256color"},
-            close_fds=True,
-            start_new_session=True,
+        self.process = start(
+            command, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm-256color"}, close_fds=True
         )
         os.close(slave)
         self._master = master
@@ -119,6 +140,19 @@ def wait_running(folder: Path, timeout: float = 600.0) -> None:
                 return
         time.sleep(0.1)
     raise SystemExit(f"{folder}: the run did not reach running in {timeout:.0f} s")
+
+
+def wait_viewed(folder: Path, timeout: float = 120.0) -> None:
+    """Until the viewer has subscribed to the run's stream: its start (imports, the first layouts, a second or
+    more of a whole core) is not part of its steady CPU. An attached viewer starts after its engine runs, so
+    without this its start fell inside a 2 s warmup's window on a slower machine."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ControlUnavailable):
+            if (ask(folder, "report", timeout=10.0)["report"].get("engine") or {}).get("viewers_now", 0) >= 1:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"{folder}: no viewer subscribed to the run in {timeout:.0f} s")
 
 
 def wait_profiled(folder: Path, timeout: float = 300.0, after: float | None = None) -> dict[str, Any]:
@@ -207,20 +241,15 @@ def run_way(
         command = [*GPUTOP, "run", *run_args, "-n", str(skipped + window), "--session-dir", str(folder), "--quiet"]
         if args.profile:
             command += ["--profile"]
-        subprocess.run(
-            command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
+        run_to_end(command, env)
         report = read_report(folder)
         passes = [report]
         times = call_times(report)[skipped:]
         row["skipped"] = skipped
         for extra in range(1, args.profile_passes if args.profile else 1):  # more passes: short runs of their own
             more = folder.with_name(f"{folder.name}-pass{extra}")
-            subprocess.run(
-                [*GPUTOP, "run", *run_args, "-n", str(args.profile_calls), "--session-dir", str(more), "--quiet",
-                 "--profile"],
-                env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+            command = [*GPUTOP, "run", *run_args, "-n", str(args.profile_calls), "--session-dir", str(more)]
+            run_to_end([*command, "--quiet", "--profile"], env)
             passes.append(read_report(more))
     else:
         engine: subprocess.Popen[bytes] | None = None
@@ -230,15 +259,11 @@ def run_way(
         else:
             # As the TUI starts its engine: no periodic profile passes (serve's default takes one at once).
             serve = ["serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--profile-every", "0"]
-            engine = subprocess.Popen(
-                [*GPUTOP, *serve, "--quiet"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # as from another terminal; the TUI starts its engine in a session too
-            )
+            # In a session of its own, as from another terminal; the TUI starts its engine in a session too.
+            engine = start([*GPUTOP, *serve, "--quiet"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wait_running(folder)
             term = Terminal([*GPUTOP, "attach", str(folder)], args.size, viewer_env)
+        wait_viewed(folder)
         time.sleep(args.warmup)
         report, times, row["skipped"], row["viewer_cpu_pct"] = steady_window(folder, term.process.pid, args.seconds)
         passes = [report]
@@ -309,11 +334,15 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
+    atexit.register(end_started)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))  # `timeout`: end what was started, then exit
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", default="demo:mlp")
     parser.add_argument("--device", default="local-task")
     parser.add_argument("--seconds", type=float, default=20.0, help="steady window of the viewed ways")
-    parser.add_argument("--warmup", type=float, default=3.0, help="seconds before the steady window")
+    parser.add_argument(
+        "--warmup", type=float, default=3.0, help="seconds from the viewer's subscription to the steady window"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", default="120x40", help="terminal COLSxROWS")
     parser.add_argument("--profile", action="store_true", help="one profile pass per way; compare breakdowns")

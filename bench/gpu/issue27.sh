@@ -17,6 +17,7 @@ ROUNDS=${ISSUE27_ROUNDS:-2}
 PROFILE=${ISSUE27_PROFILE---profile}  # ISSUE27_PROFILE= (empty): no profile pass in any way
 PASS_CALLS=${ISSUE27_PASS_CALLS:-10}  # calls in each way's profile pass (the TUI's p default is 10)
 PASSES=${ISSUE27_PASSES:-1}  # profile passes per way and round, pooled when the breakdowns are compared
+WAYS=${ISSUE27_WAYS:-headless,tui,served}  # which faces run (bench/perturbation.py --ways)
 D=.device/perturb
 results_folder "issue27-$PART" issue27
 log "start $PART; $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader)"
@@ -24,8 +25,8 @@ inputs() { for i in "$D/$1"_in*.npy; do printf -- '--input @%s ' "$i"; done; }
 perturb() {  # MODULE DEVICE
   local module=$1 device=$2
   # shellcheck disable=SC2046
-  timeout 290 python3 bench/perturbation.py --target "$D/${module}_${device}.vmfb" --device "$device" \
-    --function "$module" $(inputs "$module") --seconds "$SECONDS_STEADY" --warmup 2 --rounds "$ROUNDS" $PROFILE --profile-calls "$PASS_CALLS" --profile-passes "$PASSES" \
+  timeout "${ISSUE27_TIMEOUT:-290}" python3 bench/perturbation.py --target "$D/${module}_${device}.vmfb" --device "$device" \
+    --function "$module" $(inputs "$module") --seconds "$SECONDS_STEADY" --warmup 2 --rounds "$ROUNDS" $PROFILE --profile-calls "$PASS_CALLS" --profile-passes "$PASSES" --ways "$WAYS" \
     --json "$OUT_DIR/${module}_${device}.json" > "$OUT_DIR/${module}_${device}.txt" 2>&1 \
     || log "$module $device failed (exit $?)"
   tail -8 "$OUT_DIR/${module}_${device}.txt" | tee -a "$OUT_DIR/log.txt"
