@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Issue #32 on the GPU machine: can the DMA engine read a warm archive straight from the page cache (the file
+# mapped and page-locked read-only with cuMemHostRegister) faster than gputop's readers copy it into pinned
+# staging? bench/page_cache_pinning.py on the 16 GiB, 256-tensor archive: the host's copy bandwidth, the
+# page-cache copy, registering the mapped file (1, 8, 16 threads), the DMA from it, and both end to end.
+#   carry: .whl .whl-cuda .gl .device/common     then:  bash bench/gpu/issue32_pinning.sh     About 2 minutes.
+# Results: $OUT/issue32-pinning/.
+set -u
+cd "$(dirname "$0")/../.."
+source bench/gpu/setup.sh >/dev/null
+results_folder issue32-pinning
+DATA=/tmp/params32
+ARCHIVE=$DATA/model_256x16.irpa
+mkdir -p "$DATA"
+log "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader); $(nproc) cores; $(uname -r)"
+if [ ! -f "$ARCHIVE" ]; then
+  timeout 150 python3 -c "
+import sys, time
+from pathlib import Path
+from gputop.core.params.archive import model_layout, write_irpa
+started = time.perf_counter()
+write_irpa(Path('$ARCHIVE'), model_layout(256, 16 * 2**30), writers=16)
+print(f'archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s')" | tee -a "$OUT_DIR/log.txt"
+fi
+cat "$ARCHIVE" > /dev/null  # warm
+grep -E "MemTotal|MemAvailable|^Cached" /proc/meminfo | tr -s ' ' | tee -a "$OUT_DIR/log.txt"
+timeout 240 python3 bench/page_cache_pinning.py "$ARCHIVE" --threads 1,8,16 --piece-mib 64 \
+  --json "$OUT_DIR/pinning.json" 2>&1 | tee -a "$OUT_DIR/log.txt"
+log "pinning: exit ${PIPESTATUS[0]}"
