@@ -11,6 +11,7 @@ request byte by byte does not hold up anybody else, and only the run's owner
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -23,7 +24,7 @@ import pytest
 from conftest import poll
 from gputop.core.run import RunConfig, Session
 from gputop.core.run.host import RunHost
-from gputop.core.serving.control_socket import CONTROL_SOCKET, ControlServer, StreamReader, ask
+from gputop.core.serving.control_socket import CONTROL_SOCKET, ControlServer, SnapshotStream, StreamReader, ask
 
 
 def mlp_config(folder: Path, iterations: int | None = None) -> RunConfig:
@@ -85,6 +86,52 @@ def test_a_stopped_subscriber_costs_the_run_nothing(live_session: Session) -> No
         assert ask(folder, "hello")["state"] == "running"
     finally:
         stuck.close()
+
+
+def test_no_line_is_made_while_every_subscriber_is_stalled_and_the_next_one_is_the_newest() -> None:
+    """A subscriber whose socket is full (a viewer under Ctrl-Z) is `stalled`: with it alone, the stream wants
+    no line, so the engine serialises no snapshot for it. Once it reads again it gets the rest of the line it
+    was sent, whole, and then the next line offered, not one that waited while it was stopped."""
+    stream = SnapshotStream()
+    engine_end, viewer_end = socket.socketpair()
+    viewer_end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    engine_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    try:
+        assert not stream.wanting  # nobody subscribed: nothing wanted
+        assert stream.add(engine_end, None)
+        assert stream.wanting
+        line = b'{"seq": %d, "pad": "' + b"x" * 2000 + b'"}\n'
+        seq = 0
+        while stream.wanting and seq < 1000:  # it never reads: its socket fills
+            seq += 1
+            stream.offer(line % seq)
+            time.sleep(0.01)
+        assert not stream.wanting, "a subscriber that reads nothing still wanted lines"
+        assert stream.subscribers == 1  # still subscribed (viewers_now counts it): only not served
+        # Offered meanwhile (the record's own sample): the stalled one's next try finds its socket still full and
+        # lets it go, so no line that waited out the stop is sent when it reads again.
+        stream.offer(line % 9998)
+        time.sleep(0.3)
+        viewer_end.setblocking(False)
+        received = b""
+        deadline = time.monotonic() + 10
+        while not stream.wanting and time.monotonic() < deadline:  # it reads again (SIGCONT)
+            with contextlib.suppress(BlockingIOError):
+                received += viewer_end.recv(65536)
+            time.sleep(0.01)
+        assert stream.wanting, "a subscriber that reads again was not served again"
+        stream.offer(line % 9999)
+        deadline = time.monotonic() + 10
+        while not received.endswith(line % 9999) and time.monotonic() < deadline:
+            with contextlib.suppress(BlockingIOError):
+                received += viewer_end.recv(65536)
+            time.sleep(0.01)
+        seqs = [json.loads(one)["seq"] for one in received.splitlines()]  # every line whole
+        assert seqs[-1] == 9999 and 9998 not in seqs, seqs[-3:]
+        assert seqs[:-1] == sorted(seqs[:-1]) and max(seqs[:-1]) <= seq
+    finally:
+        stream.close()
+        viewer_end.close()
 
 
 def test_a_viewer_that_leaves_a_paused_run_is_no_longer_counted(live_session: Session) -> None:

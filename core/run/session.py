@@ -287,7 +287,8 @@ class Session:
             return
         self._control = server
         # Viewers get every snapshot as the record writer serialises it: off the call thread, once for all.
-        self._writer.stream_lines_to(server.offer, lambda: server.stream.subscribers > 0)
+        # A viewer under Ctrl-Z costs nothing: while no subscriber can take a line, none is made for them.
+        self._writer.stream_lines_to(server.offer, lambda: server.stream.wanting)
 
     def _close_control(self) -> None:
         server, self._control = self._control, None

@@ -107,6 +107,7 @@ def _send_reply(conn: socket.socket, reply: dict[str, Any]) -> bool:
 class _Subscriber:
     next_line: bytes | None = None  # the newest line not yet begun
     pending: memoryview | None = None  # the rest of the line being sent
+    stalled: bool = False  # its socket was full at the last try: it reads nothing now (Ctrl-Z, or slow)
 
 
 class SnapshotStream:
@@ -116,7 +117,9 @@ class SnapshotStream:
     already serialised; it keeps the line and wakes one sender thread, which
     writes to every subscriber without blocking. A subscriber whose socket is
     full finishes the line it was sent (lines are never torn) and then gets the
-    newest line, skipping those in between; one that hung up is dropped.
+    newest line, skipping those in between; one that hung up is dropped. While
+    every subscriber is stalled (its socket full: a viewer under Ctrl-Z), nobody
+    `wanting` a line, the engine need not serialise snapshots for them at all.
     """
 
     def __init__(self) -> None:
@@ -130,6 +133,12 @@ class SnapshotStream:
     @property
     def subscribers(self) -> int:
         return len(self._subscribers)
+
+    @property
+    def wanting(self) -> bool:
+        """Whether a subscriber can take a line now: not while every one is stalled, nor with none."""
+        with self._lock:
+            return any(not subscriber.stalled for subscriber in self._subscribers.values())
 
     def add(self, conn: socket.socket, first: bytes | None) -> bool:
         """Take over `conn` (its reply already sent) and send it `first`, the newest snapshot; False if refused."""
@@ -187,9 +196,14 @@ class SnapshotStream:
             try:
                 sent = conn.send(subscriber.pending)
             except BlockingIOError:
-                return True  # full: the rest of this line goes first next time, then only the newest
+                # Full: the rest of this line goes first next time, then the newest line offered after that
+                # (none is made for it meanwhile unless another subscriber wants them: see `wanting`).
+                with self._lock:
+                    subscriber.stalled, subscriber.next_line = True, None
+                return True
             except OSError:
                 return False
+            subscriber.stalled = False
             subscriber.pending = subscriber.pending[sent:]
 
 
