@@ -224,6 +224,35 @@ def steady_window(folder: Path, pid: int, seconds: float) -> tuple[dict[str, Any
     return report, call_times(report)[before:], before, cpu_pct
 
 
+def open_way(
+    way: str, run_args: list[str], folder: Path, size: tuple[int, int], env: dict[str, str], viewer_env: dict[str, str]
+) -> tuple[Terminal, subprocess.Popen[bytes] | None]:
+    """A viewed way, started as a user would and running: the TUI (its engine its own child), or `gputop serve`
+    and `gputop attach` in a terminal of its own (`engine`, else None)."""
+    engine: subprocess.Popen[bytes] | None = None
+    if way == "tui":
+        term = Terminal([*GPUTOP, *run_args, "--session-dir", str(folder)], size, viewer_env)
+    else:
+        # As the TUI starts its engine: no periodic profile passes (serve's default takes one at once).
+        serve = ["serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--profile-every", "0"]
+        # In a session of its own, as from another terminal; the TUI starts its engine in a session too.
+        engine = start([*GPUTOP, *serve, "--quiet"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_running(folder)
+        term = Terminal([*GPUTOP, "attach", str(folder)], size, viewer_env)
+    wait_running(folder)
+    return term, engine
+
+
+def close_way(term: Terminal, engine: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """`q` in the viewer; a served engine, which `q` in attach leaves going, is then interrupted."""
+    term.press("q")
+    term.wait(timeout)
+    term.close()
+    if engine is not None:
+        engine.send_signal(signal.SIGINT)
+        engine.wait(timeout)
+
+
 def run_way(
     way: str, args: argparse.Namespace, base: Path, calls: tuple[int, int] | None, env: dict[str, str]
 ) -> dict[str, Any]:
@@ -252,17 +281,7 @@ def run_way(
             run_to_end([*command, "--quiet", "--profile"], env)
             passes.append(read_report(more))
     else:
-        engine: subprocess.Popen[bytes] | None = None
-        if way == "tui":
-            term = Terminal([*GPUTOP, *run_args, "--session-dir", str(folder)], args.size, viewer_env)
-            wait_running(folder)
-        else:
-            # As the TUI starts its engine: no periodic profile passes (serve's default takes one at once).
-            serve = ["serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--profile-every", "0"]
-            # In a session of its own, as from another terminal; the TUI starts its engine in a session too.
-            engine = start([*GPUTOP, *serve, "--quiet"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wait_running(folder)
-            term = Terminal([*GPUTOP, "attach", str(folder)], args.size, viewer_env)
+        term, engine = open_way(way, run_args, folder, args.size, env, viewer_env)
         wait_viewed(folder)
         time.sleep(args.warmup)
         report, times, row["skipped"], row["viewer_cpu_pct"] = steady_window(folder, term.process.pid, args.seconds)
@@ -274,12 +293,7 @@ def run_way(
                 profiled = wait_profiled(folder, after=stamp)
                 stamp = (profiled.get("profile") or {}).get("timestamp")
                 passes.append(profiled)
-        term.press("q")
-        term.wait(120)
-        term.close()
-        if engine is not None:
-            engine.send_signal(signal.SIGINT)
-            engine.wait(120)
+        close_way(term, engine, 120.0)
     row.update(**window_figures(times), engine=report.get("engine"))
     if stats_path.exists():
         row["viewer"] = json.loads(stats_path.read_text())

@@ -13,17 +13,17 @@ Usage: python bench/viewer_profile.py TARGET --device D [--function F] [--input 
 from __future__ import annotations
 
 import argparse
+import atexit
 import collections
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perturbation import GPUTOP, Terminal, cpu_of, wait_running
+from perturbation import close_way, cpu_of, end_started, open_way
 
 
 def summarize(raw: Path) -> dict[str, float]:
@@ -57,6 +57,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--ways", default="tui,served")
     args, extra = parser.parse_known_args()
+    atexit.register(end_started)  # the viewers and engines it starts end with it
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -64,16 +65,7 @@ def main() -> int:
     summary = {}
     for way in args.ways.split(","):
         folder = out / f"session-{way}"
-        engine = None
-        if way == "tui":
-            term = Terminal([*GPUTOP, *run_args, "--session-dir", str(folder)], (120, 40), env)
-        else:
-            serve = ["serve", *run_args, "--session-dir", str(folder), "--metrics-port", "0", "--profile-every", "0"]
-            engine = subprocess.Popen([*GPUTOP, *serve, "--quiet"], env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-            wait_running(folder)
-            term = Terminal([*GPUTOP, "attach", str(folder)], (120, 40), env)
-        wait_running(folder)
+        term, engine = open_way(way, run_args, folder, (120, 40), env, env)
         time.sleep(4)
         pid = term.process.pid
         raw = out / f"spy-{way}.txt"
@@ -81,12 +73,7 @@ def main() -> int:
         spy = [args.py_spy, "record", "-p", str(pid), "-d", str(int(args.seconds)), "-r", "200", "-f", "raw"]
         subprocess.run([*spy, "--nonblocking", "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         cpu_pct = 100 * (cpu_of(pid) - cpu0) / (time.monotonic() - wall0)
-        term.press("q")
-        term.wait(60)
-        term.close()
-        if engine is not None:
-            engine.send_signal(signal.SIGINT)
-            engine.wait(60)
+        close_way(term, engine, 60.0)
         lines = (folder / "samples.jsonl").read_text().splitlines() if (folder / "samples.jsonl").exists() else []
         summary[way] = {
             "viewer_cpu_pct": round(cpu_pct, 1),
