@@ -15,6 +15,8 @@ the check, so a fast path cannot be fast by skipping bytes):
   `read_path` forced to page-cache; plain `streamed` reads a cold file with O_DIRECT);
 - streamed_up: the same loader making every buffer before the first read (`overlap_allocation` off,
   as it was before), the A/B for allocation beside the reads;
+- streamed_al: the same loader staging through the driver's own pinned allocations, where `streamed`
+  imports its staging (CUDA; `imported_staging`), the A/B for imported staging;
 - mmap, file_async: IREE's, as gputop runs them (`--params-mode`);
 - file_async_c8: IREE's async file reads with `max_concurrent_operations=8`;
 - fd: a plain file descriptor (`FileHandle.wrap_fd`);
@@ -58,6 +60,7 @@ PATHS = (
     "streamed_wc",
     "streamed_pc",
     "streamed_up",
+    "streamed_al",
     "mmap",
     "file_async",
     "file_async_c8",
@@ -141,7 +144,7 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
     mode = args.one
     started = time.perf_counter()
     entries = read_archive(args.archive)
-    if mode in ("streamed", "streamed_wc", "streamed_pc", "streamed_up", "mmap", "file_async"):
+    if mode in ("streamed", "streamed_wc", "streamed_pc", "streamed_up", "streamed_al", "mmap", "file_async"):
         # streamed_wc: the same loader staging through write-combined pinned memory (its first version);
         # streamed_pc: through the page cache whatever the cache holds
         options = StreamOptions(
@@ -150,6 +153,9 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
             cached_staging=mode != "streamed_wc",
             read_path="page-cache" if mode == "streamed_pc" else "auto",
             overlap_allocation=mode != "streamed_up",
+            slots_per_worker=args.slots,
+            # as the runner picks it (imported on CUDA), but for streamed_al, the A/B
+            imported_staging=info.backend == "cuda" and mode != "streamed_al",
         )
         base_mode = mode.split("_")[0] if mode.startswith("streamed") else mode
         runner.load_parameters([args.archive], mode=base_mode, options=options)
@@ -170,20 +176,37 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
         runner.parameter_files = [args.archive]
         runner.parameters_module = rt.create_io_parameters_module(runner.instance, provider)
     index_s = time.perf_counter() - started
+    marks: dict[str, float] = {}
+    stream = runner.parameter_stream
+    if stream is not None:  # when the loader handed its buffers back to the VM (the rest of `after` is IREE's)
+        load = stream._load
+
+        def marked_load(*load_args: Any) -> Any:
+            result = load(*load_args)
+            marks["load_returned"] = time.perf_counter()
+            return result
+
+        stream._load = marked_load
     context_started = time.perf_counter()
     runner.create_context("head")
     context_done = time.perf_counter()
-    outputs = runner.read_back(runner.call())
+    results = runner.call()
+    called = time.perf_counter()
+    outputs = runner.read_back(results)
     elapsed = time.perf_counter() - started
     total = sum(e.length for e in entries)
     expected = expected_head(len(entries))
     passed = bool(outputs) and np.array_equal(outputs[0], expected)
     result = {
-        "path": f"{mode} w{args.workers} c{args.chunk_mib}M" if mode.startswith("streamed") else mode,
+        "path": f"{mode} w{args.workers} c{args.chunk_mib}M" + (f" s{args.slots}" if args.slots != 2 else "")
+        if mode.startswith("streamed")
+        else mode,
         "bytes": total,
         "seconds": round(elapsed, 4),
         "index_s": round(index_s, 4),
         "context_s": round(context_done - started - index_s, 4),
+        "call_s": round(called - context_done, 4),
+        "read_back_s": round(elapsed - (called - started), 4),
         "gbps": round(total / elapsed / 1e9, 3),
         "check": "passed" if passed else "FAILED: the first call's markers differ from the archive's",
         "mode_used": runner.parameter_mode,
@@ -197,6 +220,10 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
         # the context or the first call.
         result["loader_gbps"] = round(total / (index_s + runner.parameter_stream.seconds) / 1e9, 3)
         result["stages"] = to_json(runner.parameter_stream.stage_times(context_started, context_done))
+        last_byte = runner.parameter_stream._clock.last_byte_at
+        if "load_returned" in marks and last_byte is not None:
+            result["after_loader_s"] = round(marks["load_returned"] - last_byte, 5)
+            result["after_vm_s"] = round(context_done - marks["load_returned"], 5)
     return result
 
 
@@ -348,6 +375,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="warm: the paths this many times, alternating")
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--chunk-mib", type=int, default=4, help="gputop's default: 4")
+    parser.add_argument("--slots", type=int, default=2, help="pinned staging slots per reader (gputop's default: 2)")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -404,7 +432,7 @@ def main() -> None:
                 save({"path": mode, "cache": cache, "error": "skipped: needs the archive's size in host memory twice"})
                 continue
             resident = drop_cache(args.archive) if cache == "cold" else warm_cache(args.archive)
-            extra = ["--workers", str(args.workers), "--chunk-mib", str(args.chunk_mib)]
+            extra = ["--workers", str(args.workers), "--chunk-mib", str(args.chunk_mib), "--slots", str(args.slots)]
             row = child(args, mode, *extra, timeout=args.timeout)
             row.update(cache=cache, resident_before=round(resident, 4))
             reference_gbps = (result["direct_read"] or {}).get("gbps")

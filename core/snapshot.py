@@ -602,7 +602,9 @@ class ParameterStages:
     reads, copies or submissions. The loading thread's `read_wait_share` is a
     lower bound: while a copy is in flight it waits for that copy first.
     `allocate_s` (what was made before the first read: one pinned staging
-    slot per reader, or every buffer when allocation is not overlapped) and
+    slot per reader, or every buffer when allocation is not overlapped; on
+    CUDA the slots are the process's own memory, page-locked by the loading
+    thread before each one's first copy, which falls in `submit_s`) and
     `context_after_s` (context creation after the last byte) lie outside
     `wall_s`; `allocate_overlapped_s` is the loading thread's allocation while
     the reads ran (the other staging slots, the device buffers), a part of

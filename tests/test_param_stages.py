@@ -234,6 +234,70 @@ def test_buffers_are_made_beside_the_reads_and_the_staging_is_kept_until_release
     runner.close()
 
 
+@pytest.mark.parametrize("cold", [False, True], ids=["page-cache", "o_direct"])
+def test_imported_staging_arrives_byte_for_byte_and_is_imported_at_its_first_copy(tmp_path: Path, cold: bool) -> None:
+    """Staging in the process's own memory (CUDA's default): each slot is a page-aligned mapping with no device
+    buffer until the loading thread imports it before the slot's first copy, and is then kept with the stream.
+    Cold, the direct reads land in those mappings (aligned without padding: they start on a page)."""
+    folder = disk_folder(tmp_path) if cold else tmp_path
+    path = folder / "imported.irpa"
+    total = write_synced(path, SPECS)
+    make_cold(path) if cold else make_warm(path)
+    options = StreamOptions(workers=3, chunk_bytes=MiB, imported_staging=True)
+    stages, contents, stream = load_whole(path, options)
+    assert stages.read_path == ("o_direct" if cold else "page-cache")
+    assert_stages_add_up(stages, file_bytes=total, readers=3, seconds=stream.seconds)
+    assert contents == file_bytes(path)
+    slots = stream._pool.slots
+    assert 3 <= len(slots) <= 6 and stages.staging_bytes == sum(len(s.view) for s in slots)
+    for slot in slots:
+        assert slot.view.ctypes.data % ALIGNMENT == 0  # a mapping: page aligned
+        # Imported by the loading thread before its first copy, so every slot used has a buffer now; the
+        # buffer is that same memory, not a copy of it.
+        assert slot.buffer is not None and slot.buffer.byte_length() == len(slot.view)
+    stream.release_staging()
+
+
+def test_a_slot_is_imported_when_first_needed_not_when_made() -> None:
+    """Making an imported slot touches no page and asks nothing of the device; `ready` imports it once."""
+    import iree.runtime as rt
+
+    from gputop.core.params.staging import StagingPool
+
+    device = rt.get_device("local-task")
+    pool = StagingPool(device, cached=True, imported=True)
+    [slot] = pool.take(2 * MiB, 1)
+    assert slot.buffer is None and len(slot.view) == 2 * MiB
+    slot.view[:] = 7
+    buffer = pool.ready(slot)
+    assert pool.ready(slot) is buffer  # imported once
+    assert buffer.byte_length() == 2 * MiB
+    mapped = np.asarray(buffer.map().asarray([2 * MiB], np.dtype(np.uint8)))
+    assert mapped.ctypes.data == slot.view.ctypes.data  # the slot's own memory, page-locked in place
+    assert int(mapped[12345]) == 7
+
+
+def test_the_runner_imports_staging_on_cuda_only() -> None:
+    """The default options follow the device: imported staging on CUDA (where it was measured), the driver's
+    pinned allocations everywhere else."""
+    import dataclasses
+
+    from gputop.core.runners import iree_runner
+
+    runner = IreeModuleRun([resolve_device("local-task")])
+    runner.open_devices()
+    runner.parameter_entries = []
+    runner.parameter_files = [Path("model.irpa")]
+    runner.load_parameters([Path("model.irpa")], mode="streamed")
+    assert runner.parameter_stream is not None and not runner.parameter_stream._options.imported_staging
+    info = runner.device_infos[0]
+    runner.device_infos = [dataclasses.replace(info, backend="cuda")]  # the choice is tested, not the device
+    runner.load_parameters([Path("model.irpa")], mode="streamed")
+    assert runner.parameter_stream._options.imported_staging
+    runner.close()
+    assert iree_runner.StreamOptions().imported_staging is False  # the loader's own default stays the driver's
+
+
 def test_direct_reads_of_any_range_land_where_they_say(tmp_path: Path) -> None:
     """Unaligned starts, lengths and slots, up to the file's last byte: the bytes start where read_chunk says."""
     folder = disk_folder(tmp_path)

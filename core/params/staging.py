@@ -11,10 +11,22 @@ each parameter's device buffer when it is first asked for, which lets the
 loading thread make them while the reads run. Every call here goes to IREE
 from the loading thread: IREE's CUDA driver allocates on the calling
 thread's CUDA context, and the reader threads have none.
+
+Two kinds of slot (`StagingPool(imported=...)`). Allocated: pinned memory
+the device's allocator makes and pins itself (cuMemHostAlloc on CUDA: about
+1.4 ms per 4 MiB slot on an H100, made before the first read can start).
+Imported: an anonymous mapping of the process's own, which costs nothing to
+make; the reader's first read into it faults its pages in (on the reader's
+thread, in parallel), and the loading thread hands it to the driver
+(`import_host_allocation`, which page-locks it: cuMemHostRegister) just
+before its first copy, when the pages are already there. On the H100 that
+took the allocation before the first read from 11-29 ms to 5-12 ms.
 """
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,10 +36,14 @@ import numpy as np
 
 __all__ = ["DeviceTargets", "StagingPool", "StagingSlot"]
 
+_HUGE_PAGE = 2 * 2**20
+
 
 @dataclass
 class StagingSlot:
-    """A pinned staging buffer with its own timeline: copies out of one slot never overtake each other."""
+    """A pinned staging buffer with its own timeline: copies out of one slot never overtake each other.
+
+    `buffer` is None for an imported slot until the loading thread imports it (`StagingPool.ready`)."""
 
     buffer: Any
     mapping: Any  # keeps the mapping (and so `view`) alive
@@ -44,7 +60,7 @@ class StagingSlot:
 class StagingPool:
     """Pinned, mapped, host-local and device-visible slots from one device's allocator, kept until `release`."""
 
-    def __init__(self, device: Any, *, cached: bool) -> None:
+    def __init__(self, device: Any, *, cached: bool, imported: bool = False) -> None:
         import iree.runtime as rt
 
         self._rt = rt
@@ -52,6 +68,7 @@ class StagingPool:
         # Cached: without HOST_CACHED, IREE's CUDA allocator makes write-combined pinned memory, which the
         # kernel's page-cache copy (preadv) fills far more slowly than ordinary memory.
         self._cached = cached
+        self._imported = imported
         self.slots: list[StagingSlot] = []
 
     @property
@@ -71,8 +88,30 @@ class StagingPool:
         """Free every slot (the pool makes new ones if asked again)."""
         self.slots = []
 
+    def ready(self, slot: StagingSlot) -> Any:
+        """The slot's device-visible buffer, importing its memory first if it has not been yet (loading thread)."""
+        if slot.buffer is None:
+            rt = self._rt
+            slot.buffer = self._device.allocator.import_host_allocation(
+                slot.view,
+                memory_type=int(rt.MemoryType.HOST_LOCAL) | int(rt.MemoryType.DEVICE_VISIBLE),
+                allowed_usage=int(rt.BufferUsage.TRANSFER_SOURCE),
+            )
+        return slot.buffer
+
     def _make(self, size: int) -> StagingSlot:
         rt = self._rt
+        if self._imported:
+            # No page is touched here. The slot starts on a 2 MiB boundary and asks for transparent huge pages:
+            # an O_DIRECT read into 4 KiB pages is split into one segment per page, and the driver pins (and
+            # the DMA walks) 512 times fewer pages.
+            backing = mmap.mmap(-1, size + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            with contextlib.suppress(OSError, AttributeError):  # no THP here: 4 KiB pages, still correct
+                backing.madvise(mmap.MADV_HUGEPAGE)
+            whole = np.frombuffer(backing, dtype=np.uint8)
+            skip = -int(whole.ctypes.data) % _HUGE_PAGE
+            view = whole[skip : skip + size]
+            return StagingSlot(None, backing, view, self._device.create_semaphore(0))
         memory_type = int(rt.MemoryType.HOST_LOCAL) | int(rt.MemoryType.DEVICE_VISIBLE)
         if self._cached:
             memory_type |= int(rt.MemoryType.HOST_CACHED)

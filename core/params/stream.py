@@ -79,6 +79,10 @@ class StreamOptions:
     # 256 allocations take 0.34-0.42 s on this same thread either way, it does not help (3-6% slower in two
     # comparisons). False: everything up front (the A/B).
     overlap_allocation: bool = True
+    # Staging in the process's own memory, page-locked by the driver at its first copy (staging.py), instead
+    # of the driver's own pinned allocations, which take 1.4 ms per 4 MiB slot before the first read on an
+    # H100. The runner turns it on for CUDA, where it was measured; elsewhere it stays off.
+    imported_staging: bool = False
 
     def __post_init__(self) -> None:
         if self.read_path not in READ_PATHS:
@@ -141,7 +145,7 @@ class ParameterStream:
         self._clock = StageClock()
         self._submit_lock = threading.Lock()
         # Kept from one load to the next, freed by `release_staging` when the run closes (see staging.py).
-        self._pool = StagingPool(device, cached=self._options.cached_staging)
+        self._pool = StagingPool(device, cached=self._options.cached_staging, imported=self._options.imported_staging)
 
     # -- what the run reads -------------------------------------------------------------------------------
     @property
@@ -524,7 +528,8 @@ class ParameterStream:
     def _submit_copy(self, slot: StagingSlot, target: Any, chunk: _Chunk, source_offset: int) -> None:
         rt = self._rt
         command_buffer = rt.HalCommandBuffer(self._device, 0, True)
-        command_buffer.copy(slot.buffer, target, source_offset, chunk.target_offset, chunk.length, end=True)
+        source = self._pool.ready(slot)  # an imported slot is page-locked here, before its first copy
+        command_buffer.copy(source, target, source_offset, chunk.target_offset, chunk.length, end=True)
         with self._submit_lock:
             self._device.queue_execute(command_buffer, [], [(slot.semaphore, slot.value + 1)])
         slot.value += 1

@@ -183,6 +183,10 @@ class IreeModuleRun:
         if self.parameter_stream is not None:
             self.parameter_stream.release_staging()
         if mode == "streamed":
+            if options is None:
+                # CUDA stages through imported memory (measured there: BENCHMARKS.md, issue 32); Vulkan and the
+                # rest through the driver's own pinned allocations.
+                options = StreamOptions(imported_staging=self.device_infos[0].backend == "cuda")
             self.parameter_stream = ParameterStream(
                 self.devices[0],
                 self.parameter_entries,

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Issue #32 on the GPU machine: what bounds the streamed loader on CUDA. bench/loader_limits.py takes the pipeline
+# apart (LIMITS_PARTS: copies alone, reads alone and beside copies, copies of freshly written slots, the round
+# trip, making the staging, which threads may queue copies, the head module's context three times in one
+# process); then bench/params.py alternates the loader as it is with its A/B (LIMITS_RUNS), with the pinned
+# reference and, cold, a plain O_DIRECT read in the same run. About 5 minutes.
+#   carry: .whl .whl-cuda .gl .device/common .device/issue32     then:  bash bench/gpu/issue32_limits.sh
+# Results: $OUT/issue32-limits/.
+set -u
+cd "$(dirname "$0")/../.."
+source bench/gpu/setup.sh >/dev/null
+results_folder issue32-limits
+DATA=/tmp/params32
+ARCHIVE=$DATA/model_256x16.irpa
+V=.device/issue32
+mkdir -p "$DATA"
+log "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader); $(nproc) cores; $(uname -r)"
+log "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled) defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag)"
+lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|L2|L3|NUMA node" | tr -s ' ' | tee -a "$OUT_DIR/log.txt"
+if [ ! -f "$ARCHIVE" ]; then
+  timeout 150 python3 -c "
+import sys, time
+from pathlib import Path
+from gputop.core.params.archive import model_layout, write_irpa
+started = time.perf_counter()
+write_irpa(Path('$ARCHIVE'), model_layout(256, 16 * 2**30), writers=16)
+print(f'archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s')" | tee -a "$OUT_DIR/log.txt"
+fi
+cat "$ARCHIVE" > /dev/null  # warm
+PARTS=${LIMITS_PARTS-threads,staging,submit,reads,latency,dirty,twice}  # bench/loader_limits.py's parts; empty: none
+if [ -n "$PARTS" ]; then
+  timeout 240 python3 bench/loader_limits.py "$ARCHIVE" --device cuda --parts "$PARTS" --vmfb "$V/head_256x16g_cuda.vmfb" \
+    --json "$OUT_DIR/limits.json" 2>&1 | tee -a "$OUT_DIR/log.txt"
+  log "loader_limits: exit ${PIPESTATUS[0]}"
+fi
+common=(--timeout 60 --device cuda --tensors 256 --gib 16 --archive "$ARCHIVE" --vmfb "$V/head_256x16g_cuda.vmfb" --cache warm)
+one() {  # NAME ARGS...: one alternating run of bench/params.py
+  local name=$1; shift
+  timeout 200 python3 bench/params.py "${common[@]}" "$@" --json "$OUT_DIR/$name.json" >> "$OUT_DIR/params.log" 2>&1
+  log "params $name: exit $?"
+}
+# The runs, by name (LIMITS_RUNS: which, in order). streamed is the loader as main has it (on CUDA, imported
+# staging); streamed_al stages through the driver's own pinned allocations, as before (the A/B).
+for run in ${LIMITS_RUNS:-pairs pairs12 cold1 cold2}; do
+  case $run in
+    pairs) one pairs --paths streamed,streamed_al --repeat 4 --reference ;;
+    pairs12) one pairs12 --paths streamed,streamed_al --repeat 2 --workers 12 ;;
+    cold1|cold2) one $run --paths streamed,streamed_al --cache cold ;;
+    eager) CUDA_MODULE_LOADING=EAGER one eager --paths streamed --repeat 2 ;;  # kernels loaded with the module
+    *) log "no run named $run" ;;
+  esac
+done
+python3 - "$OUT_DIR" << 'PY' | tee -a "$OUT_DIR/log.txt"
+import json, sys, glob, os
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    if path.endswith("limits.json") or "rows" not in open(path).read(200):
+        continue
+    d = json.load(open(path))
+    ref = (d.get("reference") or {}).get("iree_pinned_gbps")
+    if ref:
+        print(f"{os.path.basename(path)}: pinned {ref} GB/s")
+    for r in d["rows"]:
+        s = r.get("stages") or {}
+        if "seconds" not in r:
+            print(os.path.basename(path), r)
+            continue
+        if r.get("vs_direct_read"):
+            print(f"{os.path.basename(path):12s} {r['path']:26s} cold: {r['vs_direct_read']}x the direct read")
+        print(f"{os.path.basename(path):12s} {r['path']:26s} {r['seconds']:.4f} s {r['gbps']:6.2f} GB/s {r['check']} "
+              f"alloc {s.get('allocate_s', 0)*1e3:5.1f} wall {s.get('wall_s', 0)*1e3:6.1f} after {(s.get('context_after_s') or 0)*1e3:5.1f} "
+              f"call {r.get('call_s', 0)*1e3:5.1f} back {r.get('read_back_s', 0)*1e3:5.1f} read/rdr {s.get('read_s', 0)/max(1, s.get('readers', 1))*1e3:6.1f} "
+              f"wait/rdr {s.get('slot_wait_s', 0)/max(1, s.get('readers', 1))*1e3:6.1f} dmaw {s.get('dma_wait_s', 0)*1e3:6.1f} "
+              f"after loader/vm {r.get('after_loader_s', 0)*1e3:.1f}/{r.get('after_vm_s', 0)*1e3:.1f}")
+        if r.get("copies"):
+            print("             copies:", json.dumps(r["copies"]))
+PY
