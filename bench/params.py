@@ -142,6 +142,7 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
     runner.open_devices()
     runner.load_module(args.vmfb)
     mode = args.one
+    warmed = prewarm(runner.devices[0], args.prewarm) if args.prewarm else {}
     started = time.perf_counter()
     entries = read_archive(args.archive)
     if mode in ("streamed", "streamed_wc", "streamed_pc", "streamed_up", "streamed_al", "mmap", "file_async"):
@@ -198,7 +199,9 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
     expected = expected_head(len(entries))
     passed = bool(outputs) and np.array_equal(outputs[0], expected)
     result = {
-        "path": f"{mode} w{args.workers} c{args.chunk_mib}M" + (f" s{args.slots}" if args.slots != 2 else "")
+        "path": f"{mode} w{args.workers} c{args.chunk_mib}M"
+        + (f" s{args.slots}" if args.slots != 2 else "")
+        + (f" prewarmed {args.prewarm}" if args.prewarm else "")
         if mode.startswith("streamed")
         else mode,
         "bytes": total,
@@ -210,6 +213,7 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
         "gbps": round(total / elapsed / 1e9, 3),
         "check": "passed" if passed else "FAILED: the first call's markers differ from the archive's",
         "mode_used": runner.parameter_mode,
+        **({"prewarm": warmed} if warmed else {}),
         "fallback": runner.parameter_fallback,
     }
     if runner.parameter_stream is not None:
@@ -225,6 +229,52 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
             result["after_loader_s"] = round(marks["load_returned"] - last_byte, 5)
             result["after_vm_s"] = round(context_done - marks["load_returned"], 5)
     return result
+
+
+def prewarm(device: Any, which: int) -> dict[str, float]:
+    """A diagnosis, outside the timed window: the device's first queue-ordered allocation (which & 1) and first
+    small device-to-device copies (which & 2), so that a row with it shows what those first uses cost the context
+    and the call; the host's time in each step, in ms."""
+    import iree.runtime as rt
+
+    steps: dict[str, float] = {}
+    semaphore = device.create_semaphore(0)
+    value = 0
+    clock = time.perf_counter
+    other = device.allocator.allocate_buffer(
+        memory_type=int(rt.MemoryType.DEVICE_LOCAL),
+        allowed_usage=int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER),
+        allocation_size=65536,
+    )
+    if which & 1:
+        began = clock()
+        buffer = device.queue_alloca(65536, [(semaphore, value)], [(semaphore, value + 1)])
+        value += 1
+        steps["alloca_call_ms"] = (clock() - began) * 1e3
+        began = clock()
+        device.queue_dealloca(buffer, [(semaphore, value)], [(semaphore, value + 1)])
+        value += 1
+        semaphore.wait(value)
+        steps["dealloca_and_wait_ms"] = (clock() - began) * 1e3
+    if which & 2:
+        source = device.allocator.allocate_buffer(
+            memory_type=int(rt.MemoryType.DEVICE_LOCAL),
+            allowed_usage=int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER),
+            allocation_size=65536,
+        )
+        began = clock()
+        command_buffer = rt.HalCommandBuffer(device, 0, True)
+        for k in range(64):
+            command_buffer.copy(source, other, k * 16, k * 16, 16, end=k == 63)
+        steps["record_ms"] = (clock() - began) * 1e3
+        began = clock()
+        device.queue_execute(command_buffer, [(semaphore, value)], [(semaphore, value + 1)])
+        value += 1
+        steps["execute_call_ms"] = (clock() - began) * 1e3
+        began = clock()
+        semaphore.wait(value)
+        steps["copies_wait_ms"] = (clock() - began) * 1e3
+    return {k: round(v, 3) for k, v in steps.items()}
 
 
 def reference(args: argparse.Namespace) -> dict[str, Any]:
@@ -311,6 +361,21 @@ def reference(args: argparse.Namespace) -> dict[str, Any]:
 # -- the driver -------------------------------------------------------------------------------------------------
 
 
+def variant(path: str, args: argparse.Namespace) -> tuple[str, dict[str, int]]:
+    """A path with its own loader settings (`streamed/s3/w12/c2`: 3 slots per reader, 12 readers, 2 MiB chunks),
+    so that settings alternate within one run; what a path does not set comes from the command line."""
+    mode, *overrides = path.split("/")
+    settings = {"workers": args.workers, "chunk-mib": args.chunk_mib, "slots": args.slots, "prewarm": 0}
+    names = {"w": "workers", "c": "chunk-mib", "s": "slots", "p": "prewarm"}
+    for override in overrides:
+        if override[:1] not in names or not override[1:].isdigit():
+            raise SystemExit(
+                f"params: {path!r}: a path's settings are w<readers>, c<chunk MiB>, s<slots> or p<1-3> (prewarm)"
+            )
+        settings[names[override[0]]] = int(override[1:])
+    return mode, settings
+
+
 def child(args: argparse.Namespace, mode: str, *extra: str, timeout: float = 300) -> dict[str, Any]:
     command = [
         sys.executable, __file__, "--one", mode, "--device", args.device, "--archive", str(args.archive),
@@ -368,7 +433,11 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=1.0)
     parser.add_argument("--archive", type=Path, help="an archive written by this script (or core.param_archive)")
     parser.add_argument("--vmfb", type=Path, help="its head module compiled for this device (default: compile here)")
-    parser.add_argument("--paths", default="streamed,mmap,file_async,file_async_c8,fd,host_copy")
+    parser.add_argument(
+        "--paths",
+        default="streamed,mmap,file_async,file_async_c8,fd,host_copy",
+        help="comma separated; a streamed path may carry its own settings: streamed/s3/w12/c2",
+    )
     parser.add_argument("--cache", default="warm", help="warm, cold or warm,cold")
     parser.add_argument("--reference", action="store_true", help="also the host-to-device copy figures")
     parser.add_argument("--sweep", action="store_true", help="also streamed with other workers/chunk sizes (warm)")
@@ -376,6 +445,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--chunk-mib", type=int, default=4, help="gputop's default: 4")
     parser.add_argument("--slots", type=int, default=2, help="pinned staging slots per reader (gputop's default: 2)")
+    parser.add_argument("--prewarm", type=int, default=0, help="first uses, untimed: 1 alloca, 2 copies, 3 both")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -432,7 +502,8 @@ def main() -> None:
                 save({"path": mode, "cache": cache, "error": "skipped: needs the archive's size in host memory twice"})
                 continue
             resident = drop_cache(args.archive) if cache == "cold" else warm_cache(args.archive)
-            extra = ["--workers", str(args.workers), "--chunk-mib", str(args.chunk_mib), "--slots", str(args.slots)]
+            mode, settings = variant(mode, args)
+            extra = [f"--{name}={value}" for name, value in settings.items()]
             row = child(args, mode, *extra, timeout=args.timeout)
             row.update(cache=cache, resident_before=round(resident, 4))
             reference_gbps = (result["direct_read"] or {}).get("gbps")

@@ -44,6 +44,9 @@ one() {  # NAME ARGS...: one alternating run of bench/params.py
 for run in ${LIMITS_RUNS:-pairs pairs12 cold1 cold2}; do
   case $run in
     pairs) one pairs --paths streamed,streamed_al --repeat 4 --reference ;;
+    footprint) one footprint --paths streamed,streamed/c3,streamed/c2,streamed/c2/w12,streamed/c3/w10 --repeat 3 --reference ;;
+    firsts) one firsts --paths streamed,streamed/p1,streamed/p2,streamed/p3 --repeat 2 ;;
+    slots) one slots --paths streamed,streamed/s3,streamed/s4,streamed/w10/s3,streamed/p1 --repeat 3 --reference ;;
     pairs12) one pairs12 --paths streamed,streamed_al --repeat 2 --workers 12 ;;
     cold1|cold2) one $run --paths streamed,streamed_al --cache cold ;;
     eager) CUDA_MODULE_LOADING=EAGER one eager --paths streamed --repeat 2 ;;  # kernels loaded with the module
@@ -71,6 +74,6 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
               f"call {r.get('call_s', 0)*1e3:5.1f} back {r.get('read_back_s', 0)*1e3:5.1f} read/rdr {s.get('read_s', 0)/max(1, s.get('readers', 1))*1e3:6.1f} "
               f"wait/rdr {s.get('slot_wait_s', 0)/max(1, s.get('readers', 1))*1e3:6.1f} dmaw {s.get('dma_wait_s', 0)*1e3:6.1f} "
               f"after loader/vm {r.get('after_loader_s', 0)*1e3:.1f}/{r.get('after_vm_s', 0)*1e3:.1f}")
-        if r.get("copies"):
-            print("             copies:", json.dumps(r["copies"]))
+        if r.get("prewarm"):
+            print("             prewarm:", json.dumps(r["prewarm"]))
 PY

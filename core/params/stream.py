@@ -15,8 +15,9 @@ This module replaces IREE's `io_parameters` VM module with one written in
 Python that implements the same imports (`load`, `gather`) from the same
 archives. Its `load` allocates each parameter's device buffer, then several
 threads each read the next chunk of the file with `preadv` straight into one
-of their pinned staging buffers (host-local, device-visible memory from the
-device's own allocator) and queue a copy of it to the parameter's buffer,
+of their pinned staging buffers (host-local, device-visible memory: on CUDA
+the process's own, page-locked at its first copy; elsewhere from the
+device's allocator; see staging.py) and queue a copy of it to the parameter's buffer,
 so disk or page-cache reads, and copies over the bus, overlap. The reads and
 waits release the GIL, so the process stays live and every finished chunk is
 counted: progress is exact, not estimated. When the copies are done it
