@@ -13,14 +13,15 @@ from the loading thread: IREE's CUDA driver allocates on the calling
 thread's CUDA context, and the reader threads have none.
 
 Two kinds of slot (`StagingPool(imported=...)`). Allocated: pinned memory
-the device's allocator makes and pins itself (cuMemHostAlloc on CUDA: about
-1.4 ms per 4 MiB slot on an H100, made before the first read can start).
-Imported: an anonymous mapping of the process's own, which costs nothing to
-make; the reader's first read into it faults its pages in (on the reader's
-thread, in parallel), and the loading thread hands it to the driver
-(`import_host_allocation`, which page-locks it: cuMemHostRegister) just
-before its first copy, when the pages are already there. On the H100 that
-took the allocation before the first read from 11-29 ms to 5-12 ms.
+the device's allocator makes and pins itself (cuMemHostAlloc on CUDA: 1.4-2.6
+ms per 4 MiB slot on an H100, and each reader's first slot is made before the
+reads can start). Imported: an anonymous mapping of the process's own on huge
+pages, which costs microseconds to make; the reader's first read into it
+faults its pages in (on the reader's thread, in parallel), and the loading
+thread hands it to the driver (`import_host_allocation`, which page-locks it:
+cuMemHostRegister) just before its first copy, when the pages are already
+there. On the H100 that took the allocation before the first read from 14-28
+ms to 0.3-0.6 ms (BENCHMARKS.md, issue 32).
 """
 
 from __future__ import annotations

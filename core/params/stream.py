@@ -81,7 +81,7 @@ class StreamOptions:
     # comparisons). False: everything up front (the A/B).
     overlap_allocation: bool = True
     # Staging in the process's own memory, page-locked by the driver at its first copy (staging.py), instead
-    # of the driver's own pinned allocations, which take 1.4 ms per 4 MiB slot before the first read on an
+    # of the driver's own pinned allocations, which take 1.4-2.6 ms per 4 MiB slot before the first read on an
     # H100. The runner turns it on for CUDA, where it was measured; elsewhere it stays off.
     imported_staging: bool = False
 
