@@ -24,13 +24,18 @@ import argparse
 import collections
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from page_cache_pinning import in_threads
 
 MIB = 2**20
 
@@ -180,13 +185,7 @@ def part_reads(
                 background = threading.Thread(target=copy_forever)
                 background.start()
                 time.sleep(0.05)
-            workers = [threading.Thread(target=read, args=(slots[i],)) for i in range(threads)]
-            started = time.perf_counter()
-            for worker in workers:
-                worker.start()
-            for worker in workers:
-                worker.join()
-            seconds = time.perf_counter() - started
+            seconds = in_threads(threads, [partial(read, slots[i]) for i in range(threads)])
             extra: dict[str, Any] = {}
             if background is not None:
                 stop.set()
@@ -323,13 +322,7 @@ def part_dirty(
             for index, slot in enumerate(mine):
                 slot[2].wait(values[index])
 
-        threads = [threading.Thread(target=write_and_copy, args=(k,)) for k in range(writers)]
-        started = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        seconds = time.perf_counter() - started
+        seconds = in_threads(writers, [partial(write_and_copy, k) for k in range(writers)])
         what = "written just before" if write else "prewritten"
         row("dirty", f"{writers} writers, 3 slots each, 4 MiB, {what}, lag {lag}", seconds, share * writers * 4 * MIB)
 

@@ -241,11 +241,14 @@ def prewarm(device: Any, which: int) -> dict[str, float]:
     semaphore = device.create_semaphore(0)
     value = 0
     clock = time.perf_counter
-    other = device.allocator.allocate_buffer(
-        memory_type=int(rt.MemoryType.DEVICE_LOCAL),
-        allowed_usage=int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER),
-        allocation_size=65536,
-    )
+
+    def device_buffer() -> Any:
+        return device.allocator.allocate_buffer(
+            memory_type=int(rt.MemoryType.DEVICE_LOCAL),
+            allowed_usage=int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER),
+            allocation_size=65536,
+        )
+
     if which & 1:
         began = clock()
         buffer = device.queue_alloca(65536, [(semaphore, value)], [(semaphore, value + 1)])
@@ -257,11 +260,7 @@ def prewarm(device: Any, which: int) -> dict[str, float]:
         semaphore.wait(value)
         steps["dealloca_and_wait_ms"] = (clock() - began) * 1e3
     if which & 2:
-        source = device.allocator.allocate_buffer(
-            memory_type=int(rt.MemoryType.DEVICE_LOCAL),
-            allowed_usage=int(rt.BufferUsage.DEFAULT) | int(rt.BufferUsage.TRANSFER),
-            allocation_size=65536,
-        )
+        source, other = device_buffer(), device_buffer()
         began = clock()
         command_buffer = rt.HalCommandBuffer(device, 0, True)
         for k in range(64):
@@ -365,7 +364,7 @@ def variant(path: str, args: argparse.Namespace) -> tuple[str, dict[str, int]]:
     """A path with its own loader settings (`streamed/s3/w12/c2`: 3 slots per reader, 12 readers, 2 MiB chunks),
     so that settings alternate within one run; what a path does not set comes from the command line."""
     mode, *overrides = path.split("/")
-    settings = {"workers": args.workers, "chunk-mib": args.chunk_mib, "slots": args.slots, "prewarm": 0}
+    settings = {"workers": args.workers, "chunk-mib": args.chunk_mib, "slots": args.slots, "prewarm": args.prewarm}
     names = {"w": "workers", "c": "chunk-mib", "s": "slots", "p": "prewarm"}
     for override in overrides:
         if override[:1] not in names or not override[1:].isdigit():

@@ -16,16 +16,7 @@ rm -rf "$R"; mkdir -p "$R" "$DATA"
 say() { echo "[issue32 $(date +%T)] $*" | tee -a "$R/summary.txt"; }
 say "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader)"
 say "disk: $(df -h "$DATA" | tail -1)"
-if [ ! -f "$ARCHIVE" ]; then
-  timeout 150 python3 - "$ARCHIVE" >> "$R/summary.txt" 2>&1 << 'PY'
-import sys, time
-from pathlib import Path
-from gputop.core.params.archive import model_layout, write_irpa
-started = time.perf_counter()
-write_irpa(Path(sys.argv[1]), model_layout(256, 16 * 2**30), writers=16)
-print(f"archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s")
-PY
-fi
+params_archive "$ARCHIVE" >> "$R/summary.txt" 2>&1
 # Warm: the loader as it is (allocation beside the reads) and as it was (streamed_up: every buffer made before
 # the first read), or the paths in ISSUE32_PATHS, alternating ISSUE32_REPEAT times, with the references; then 12
 # readers instead of 8; cold (the disk's own read beside it) on the devices in ISSUE32_COLD (empty: none).

@@ -17,15 +17,7 @@ mkdir -p "$DATA"
 log "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader); $(nproc) cores; $(uname -r)"
 log "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled) defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag)"
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|L2|L3|NUMA node" | tr -s ' ' | tee -a "$OUT_DIR/log.txt"
-if [ ! -f "$ARCHIVE" ]; then
-  timeout 150 python3 -c "
-import sys, time
-from pathlib import Path
-from gputop.core.params.archive import model_layout, write_irpa
-started = time.perf_counter()
-write_irpa(Path('$ARCHIVE'), model_layout(256, 16 * 2**30), writers=16)
-print(f'archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s')" | tee -a "$OUT_DIR/log.txt"
-fi
+params_archive "$ARCHIVE" | tee -a "$OUT_DIR/log.txt"
 cat "$ARCHIVE" > /dev/null  # warm
 PARTS=${LIMITS_PARTS-threads,staging,submit,reads,latency,dirty,twice}  # bench/loader_limits.py's parts; empty: none
 if [ -n "$PARTS" ]; then

@@ -13,15 +13,7 @@ DATA=/tmp/params32
 ARCHIVE=$DATA/model_256x16.irpa
 mkdir -p "$DATA"
 log "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader); $(nproc) cores; $(uname -r)"
-if [ ! -f "$ARCHIVE" ]; then
-  timeout 150 python3 -c "
-import sys, time
-from pathlib import Path
-from gputop.core.params.archive import model_layout, write_irpa
-started = time.perf_counter()
-write_irpa(Path('$ARCHIVE'), model_layout(256, 16 * 2**30), writers=16)
-print(f'archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s')" | tee -a "$OUT_DIR/log.txt"
-fi
+params_archive "$ARCHIVE" | tee -a "$OUT_DIR/log.txt"
 cat "$ARCHIVE" > /dev/null  # warm
 grep -E "MemTotal|MemAvailable|^Cached" /proc/meminfo | tr -s ' ' | tee -a "$OUT_DIR/log.txt"
 timeout 240 python3 bench/page_cache_pinning.py "$ARCHIVE" --threads 1,8,16 --piece-mib 64 \

@@ -27,5 +27,19 @@ gputop() { python3 -m gputop.tui "$@"; }
 # A script's results folder, $OUT/NAME (OUT_DIR), and its `log`: a timestamped line to the screen and to its log.txt.
 results_folder() { OUT_DIR="${OUT:-/tmp/out}/$1"; RESULTS_TAG=${2:-$1}; mkdir -p "$OUT_DIR"; }
 log() { echo "[$RESULTS_TAG $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
+# The 16 GiB, 256-tensor model-like archive the parameter scripts load (bench/params.py's --tensors 256 --gib 16),
+# written at PATH unless it is there already (a warm machine keeps /tmp); what it took goes to stdout.
+params_archive() {
+  [ -f "$1" ] && return 0
+  mkdir -p "$(dirname "$1")"
+  timeout 150 python3 - "$1" << 'PY'
+import sys, time
+from pathlib import Path
+from gputop.core.params.archive import model_layout, write_irpa
+started = time.perf_counter()
+write_irpa(Path(sys.argv[1]), model_layout(256, 16 * 2**30), writers=16)
+print(f"archive: 16 GiB, 256 tensors, written in {time.perf_counter() - started:.1f} s")
+PY
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,pstate --format=csv,noheader || true
 python3 -c "import iree.runtime as rt; print('iree drivers:', rt.query_available_drivers())"

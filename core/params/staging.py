@@ -59,7 +59,8 @@ class StagingSlot:
 
 
 class StagingPool:
-    """Pinned, mapped, host-local and device-visible slots from one device's allocator, kept until `release`."""
+    """Pinned, mapped, host-local and device-visible slots for one device, kept until `release`: from its
+    allocator, or (`imported`) the process's own memory, imported by `ready` before a slot's first copy."""
 
     def __init__(self, device: Any, *, cached: bool, imported: bool = False) -> None:
         import iree.runtime as rt
