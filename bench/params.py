@@ -11,8 +11,9 @@ the check, so a fast path cannot be fast by skipping bytes):
 
 - streamed: gputop's loader (core/params/stream.py), the product's own code path;
 - streamed_wc: the same loader staging through write-combined pinned memory (its first version);
-- streamed_pc: the same loader made to read through the page cache even when the file is cold (its
-  `read_path` forced to page-cache; plain `streamed` reads a cold file with O_DIRECT);
+- streamed_pc: the same loader made to read with `preadv` through the page cache, warm or cold (its
+  `read_path` forced to page-cache; plain `streamed` copies a warm file out of a mapping and reads a
+  cold one with O_DIRECT), the A/B for the mapped copy;
 - streamed_up: the same loader making every buffer before the first read (`overlap_allocation` off,
   as it was before), the A/B for allocation beside the reads;
 - streamed_al: the same loader staging through the driver's own pinned allocations, where `streamed`
@@ -147,7 +148,7 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
     entries = read_archive(args.archive)
     if mode in ("streamed", "streamed_wc", "streamed_pc", "streamed_up", "streamed_al", "mmap", "file_async"):
         # streamed_wc: the same loader staging through write-combined pinned memory (its first version);
-        # streamed_pc: through the page cache whatever the cache holds
+        # streamed_pc: preadv through the page cache whatever the cache holds
         options = StreamOptions(
             workers=args.workers,
             chunk_bytes=args.chunk_mib * 2**20,

@@ -613,7 +613,7 @@ class ParameterStages:
     release is not in the load either.
     """
 
-    read_path: str  # page-cache, o_direct, or mixed (several files, read differently)
+    read_path: str  # page-cache (preadv), mapped (copied out of a mapping), o_direct, or mixed (several files)
     read_path_note: str | None  # why O_DIRECT was wanted and not used, when it was not
     readers: int  # reader threads (the most one load used)
     chunks: int

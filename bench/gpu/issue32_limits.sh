@@ -39,6 +39,7 @@ for run in ${LIMITS_RUNS:-pairs pairs12 cold1 cold2}; do
     footprint) one footprint --paths streamed,streamed/c3,streamed/c2,streamed/c2/w12,streamed/c3/w10 --repeat 3 --reference ;;
     firsts) one firsts --paths streamed,streamed/p1,streamed/p2,streamed/p3 --repeat 2 ;;
     slots) one slots --paths streamed,streamed/s3,streamed/s4,streamed/w10/s3,streamed/p1 --repeat 3 --reference ;;
+    mapped) one mapped --paths streamed,streamed_pc --repeat 5 --reference ;;  # the A/B: preadv for a warm file
     pairs12) one pairs12 --paths streamed,streamed_al --repeat 2 --workers 12 ;;
     cold1|cold2) one $run --paths streamed,streamed_al --cache cold ;;
     eager) CUDA_MODULE_LOADING=EAGER one eager --paths streamed --repeat 2 ;;  # kernels loaded with the module

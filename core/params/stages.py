@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from gputop.core.params.reads import ReadHow
 from gputop.core.snapshot import ParameterStages
 
 __all__ = ["LoaderTally", "ReaderTally", "StageClock"]
@@ -26,8 +27,19 @@ class ReaderTally:
     read_s: float = 0.0
     slot_wait_s: float = 0.0
     direct_bytes: int = 0
+    mapped_bytes: int = 0
     cached_bytes: int = 0
     chunks: int = 0
+
+    def add(self, how: ReadHow, length: int) -> None:
+        """One chunk read, and how it came (reads.ArchiveFile.read_chunk)."""
+        self.chunks += 1
+        if how == "o_direct":
+            self.direct_bytes += length
+        elif how == "mapped":
+            self.mapped_bytes += length
+        else:
+            self.cached_bytes += length
 
 
 @dataclass
@@ -49,7 +61,7 @@ class StageClock:
         self._allocate_s = self._fill_s = self._wall_s = self._reader_s = 0.0
         self._allocate_overlapped_s = 0.0
         self._read_s = self._slot_wait_s = self._read_wait_s = self._dma_wait_s = 0.0
-        self._direct_bytes = self._cached_bytes = self._chunks = 0
+        self._direct_bytes = self._mapped_bytes = self._cached_bytes = self._chunks = 0
         self._notes: list[str] = []
         self._first_request_at: float | None = None  # perf_counter
         self._last_byte_at: float | None = None
@@ -101,6 +113,7 @@ class StageClock:
                 self._read_s += tally.read_s
                 self._slot_wait_s += tally.slot_wait_s
                 self._direct_bytes += tally.direct_bytes
+                self._mapped_bytes += tally.mapped_bytes
                 self._cached_bytes += tally.cached_bytes
                 self._chunks += tally.chunks
 
@@ -131,17 +144,23 @@ class StageClock:
                 limited_by = "reads"
             else:
                 limited_by = "copies" if dma_wait >= submit else "submissions"
-            if self._direct_bytes and self._cached_bytes:
-                read_path = "mixed"
-            else:
-                read_path = "o_direct" if self._direct_bytes else "page-cache"
+            kinds = [
+                name
+                for name, count in (
+                    ("o_direct", self._direct_bytes),
+                    ("mapped", self._mapped_bytes),
+                    ("page-cache", self._cached_bytes),
+                )
+                if count
+            ]
+            read_path = "mixed" if len(kinds) > 1 else kinds[0] if kinds else "page-cache"
             return ParameterStages(
                 read_path=read_path,
                 read_path_note="; ".join(self._notes) or None,
                 readers=self._readers,
                 chunks=self._chunks,
                 chunk_bytes=self._chunk_bytes,
-                bytes_read=self._direct_bytes + self._cached_bytes,
+                bytes_read=self._direct_bytes + self._mapped_bytes + self._cached_bytes,
                 allocate_s=self._allocate_s,
                 fill_s=self._fill_s,
                 wall_s=wall,

@@ -14,11 +14,13 @@ TUI, the memory sampler, a progress line) runs at all.
 This module replaces IREE's `io_parameters` VM module with one written in
 Python that implements the same imports (`load`, `gather`) from the same
 archives. Its `load` allocates each parameter's device buffer, then several
-threads each read the next chunk of the file with `preadv` straight into one
-of their pinned staging buffers (host-local, device-visible memory: on CUDA
-the process's own, page-locked at its first copy; elsewhere from the
-device's allocator; see staging.py) and queue a copy of it to the parameter's buffer,
-so disk or page-cache reads, and copies over the bus, overlap. The reads and
+threads each read the next chunk of the file into one of their pinned
+staging buffers (a warm file copied out of a mapping of it, a cold one read
+with O_DIRECT, a partly cached one with `preadv`: see reads.py), in
+host-local, device-visible memory (on CUDA the process's own, page-locked at
+its first copy; elsewhere from the device's allocator; see staging.py), and
+queue a copy of it to the parameter's buffer, so disk or page-cache reads,
+and copies over the bus, overlap. The reads and
 waits release the GIL, so the process stays live and every finished chunk is
 counted: progress is exact, not estimated. When the copies are done it
 signals the program's fence and returns, as IREE's provider would.
@@ -71,8 +73,9 @@ class StreamOptions:
     # Cached staging: without HOST_CACHED, IREE's CUDA allocator makes write-combined pinned memory,
     # which the kernel's page-cache copy (preadv) fills far more slowly than ordinary memory.
     cached_staging: bool = True
-    # auto: O_DIRECT for an archive under half in the page cache (measured with mincore), else the cache;
-    # page-cache or o_direct force one (benchmarks, tests).
+    # auto: O_DIRECT for an archive under half in the page cache (measured with mincore), a copy out of a
+    # mapping from 90% cached, preadv through the cache in between; page-cache, mapped or o_direct force one
+    # (benchmarks, tests).
     read_path: str = "auto"
     # Make the device buffers and all but one staging slot per reader while the reads run, on the loading
     # thread's idle moments, not before the first read. On an H100 (BENCHMARKS.md) that took CUDA from 35.5
@@ -365,6 +368,7 @@ class ParameterStream:
                 for start in range(0, request.length, chunk_bytes):
                     length = min(chunk_bytes, request.length - start)
                     chunks.append(_Chunk(files[path], offset + start, index, base + start, length))
+                    files[path].expect(offset + start, length)
             chunks.sort(key=lambda c: (c.file.path, c.file_offset))  # file order: the kernel's readahead helps
             self._fill_splats(splats, targets)
             self._run_workers(chunks, targets, min(chunk_bytes, max((c.length for c in chunks), default=0)))
@@ -460,13 +464,9 @@ class ParameterStream:
                     tally.slot_wait_s += reading - waited
                     if stopping.is_set():
                         return
-                    start, direct = chunk.file.read_chunk(slot.view, chunk.file_offset, chunk.length)
+                    start, how = chunk.file.read_chunk(slot.view, chunk.file_offset, chunk.length)
                     tally.read_s += clock() - reading
-                    tally.chunks += 1
-                    if direct:
-                        tally.direct_bytes += chunk.length
-                    else:
-                        tally.cached_bytes += chunk.length
+                    tally.add(how, chunk.length)
                     filled.put((slot, chunk, start))
             except BaseException as exc:  # handed to the loading thread, which raises it
                 filled.put(exc)
