@@ -4,10 +4,11 @@ The streamed loader's readers copy every byte of a warm archive from the page
 cache into pinned staging. Copying out of a mapping of the file (`memmove`,
 with the GIL released and the page faults taken inside it) finished that
 stream sooner than `preadv` in 21 of 26 pairs on four H100 and two H200
-hosts, by 4-11% a host (BENCHMARKS.md). Dropping the mapping's page tables at the end cost
-about 7 ms between the last byte and the context, though, on the loading
-thread or on a thread of its own alike: the unmap holds the address space's
-lock, which the driver's work after the load then waits for. So the mapping
+hosts, by 4-11% a host (BENCHMARKS.md). Dropping the mapping's page tables
+at the end cost about 7 ms between the last byte and the context, though, on
+the loading thread or on a thread of its own alike (most likely because the
+unmap holds the address space's lock, which the driver's work after the
+load then waits for). So the mapping
 is cut into windows, the readers say which bytes they will copy (`expect`),
 and the reader that copies the last expected byte of a window unmaps that
 window on the spot. By the last byte almost nothing is left mapped, and the
