@@ -20,10 +20,10 @@ with O_DIRECT, a partly cached one with `preadv`: see reads.py), in
 host-local, device-visible memory (on CUDA the process's own, page-locked at
 its first copy; elsewhere from the device's allocator; see staging.py), and
 queue a copy of it to the parameter's buffer, so disk or page-cache reads,
-and copies over the bus, overlap. The reads and
-waits release the GIL, so the process stays live and every finished chunk is
-counted: progress is exact, not estimated. When the copies are done it
-signals the program's fence and returns, as IREE's provider would.
+and copies over the bus, overlap. The reads and waits release the GIL, so the
+process stays live and every finished chunk is counted: progress is exact,
+not estimated. When the copies are done it signals the program's fence and
+returns, as IREE's provider would.
 
 Each stage of that pipeline is timed (`stages.StageClock`, read with
 `stage_times`), and a cold archive is read with O_DIRECT straight into the
@@ -365,10 +365,10 @@ class ParameterStream:
                 if path not in files:
                     files[path] = open_archive_file(path, self._options.read_path)
                 offset = entry.offset + request.parameter_offset
+                files[path].expect(offset, request.length)  # the request's chunks, together
                 for start in range(0, request.length, chunk_bytes):
                     length = min(chunk_bytes, request.length - start)
                     chunks.append(_Chunk(files[path], offset + start, index, base + start, length))
-                    files[path].expect(offset + start, length)
             chunks.sort(key=lambda c: (c.file.path, c.file_offset))  # file order: the kernel's readahead helps
             self._fill_splats(splats, targets)
             self._run_workers(chunks, targets, min(chunk_bytes, max((c.length for c in chunks), default=0)))
