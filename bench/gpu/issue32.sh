@@ -9,13 +9,12 @@ set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
 R=/tmp/issue32-results
-DATA=/tmp/params32
-ARCHIVE=$DATA/model_256x16.irpa
+ARCHIVE=$PARAMS_ARCHIVE
 V=.device/issue32
-rm -rf "$R"; mkdir -p "$R" "$DATA"
+rm -rf "$R"; mkdir -p "$R" "$(dirname "$ARCHIVE")"
 say() { echo "[issue32 $(date +%T)] $*" | tee -a "$R/summary.txt"; }
-say "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader)"
-say "disk: $(df -h "$DATA" | tail -1)"
+say "$(gpu_host)"
+say "disk: $(df -h "$(dirname "$ARCHIVE")" | tail -1)"
 params_archive "$ARCHIVE" >> "$R/summary.txt" 2>&1
 # Warm: the loader as it is (allocation beside the reads) and as it was (streamed_up: every buffer made before
 # the first read), or the paths in ISSUE32_PATHS, alternating ISSUE32_REPEAT times, with the references; then 12

@@ -10,11 +10,9 @@ set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
 results_folder issue32-limits
-DATA=/tmp/params32
-ARCHIVE=$DATA/model_256x16.irpa
+ARCHIVE=$PARAMS_ARCHIVE
 V=.device/issue32
-mkdir -p "$DATA"
-log "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader); $(nproc) cores; $(uname -r)"
+log "$(gpu_host)"
 log "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled) defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag)"
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|L2|L3|NUMA node" | tr -s ' ' | tee -a "$OUT_DIR/log.txt"
 params_archive "$ARCHIVE" | tee -a "$OUT_DIR/log.txt"

@@ -9,10 +9,8 @@ set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu/setup.sh >/dev/null
 results_folder issue32-pinning
-DATA=/tmp/params32
-ARCHIVE=$DATA/model_256x16.irpa
-mkdir -p "$DATA"
-log "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader); $(nproc) cores; $(uname -r)"
+ARCHIVE=$PARAMS_ARCHIVE
+log "$(gpu_host)"
 params_archive "$ARCHIVE" | tee -a "$OUT_DIR/log.txt"
 cat "$ARCHIVE" > /dev/null  # warm
 grep -E "MemTotal|MemAvailable|^Cached" /proc/meminfo | tr -s ' ' | tee -a "$OUT_DIR/log.txt"

@@ -27,8 +27,13 @@ gputop() { python3 -m gputop.tui "$@"; }
 # A script's results folder, $OUT/NAME (OUT_DIR), and its `log`: a timestamped line to the screen and to its log.txt.
 results_folder() { OUT_DIR="${OUT:-/tmp/out}/$1"; RESULTS_TAG=${2:-$1}; mkdir -p "$OUT_DIR"; }
 log() { echo "[$RESULTS_TAG $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
+# The machine in one line: the GPU, its driver and PCIe link, the cores and the kernel.
+gpu_host() {
+  echo "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader); $(nproc) cores; $(uname -r)"
+}
 # The 16 GiB, 256-tensor model-like archive the parameter scripts load (bench/params.py's --tensors 256 --gib 16),
 # written at PATH unless it is there already (a warm machine keeps /tmp); what it took goes to stdout.
+PARAMS_ARCHIVE=/tmp/params32/model_256x16.irpa
 params_archive() {
   [ -f "$1" ] && return 0
   mkdir -p "$(dirname "$1")"
