@@ -23,7 +23,7 @@ from typing import Any
 import psutil
 from textual.message import Message
 from textual.notifications import Notify
-from tui_pilot import calls, wait_for
+from tui_pilot import calls, until_drawn, wait_for
 
 from conftest import assert_one_line_error, end_child, fill_disk, poll, run_gputop, spawn_gputop, tmpfs
 from gputop.tui.app import GputopApp
@@ -164,7 +164,7 @@ async def test_the_tui_on_a_disk_that_fills_shows_the_error_and_says_what_was_lo
             await pilot.press("p")  # the pass's input files cannot be written: the run ends, in one line
             await wait_for(pilot, lambda: "the run has ended: error, exit code 5" in log_text(app), timeout=120)
             await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "error")
-            await pilot.pause(0.3)
+            await until_drawn(pilot, app)
             assert " error " in header_text(app) and "running" not in header_text(app)
             assert f"cannot write {folder / 'inputs' / 'input0.npy'}: No space left on device" in log_text(app)
             assert "Traceback" not in log_text(app)
@@ -200,7 +200,7 @@ async def test_a_killed_engine_shows_crashed_and_gives_its_room_back(tmp_path: P
         os.kill(source.pid, signal.SIGKILL)  # the OOM killer: no last snapshot, no ending
         await wait_for(pilot, lambda: "the run has ended: crashed" in log_text(app), timeout=60)
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "crashed")
-        await pilot.pause(0.3)
+        await until_drawn(pilot, app)
         assert " crashed " in header_text(app) and "running" not in header_text(app)
         await pilot.press("q")
         await pilot.pause(0.5)

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
-from tui_pilot import calls, choose_device, live_app, profile_now, wait_for
+from tui_pilot import calls, choose_device, live_app, profile_now, until_drawn, wait_for
 
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
@@ -38,7 +38,7 @@ async def test_live_run_fills_the_panes() -> None:
         size=(120, 40), message_hook=lambda m: seen.append(m) if isinstance(m, SnapshotArrived) else None
     ) as pilot:
         await wait_for(pilot, lambda: calls(app) > 3)
-        await pilot.pause(0.2)
+        await until_drawn(pilot, app)
         assert app.snapshot is not None and app.snapshot.state == "running"
         assert seen and app.frames >= 1
         # Coalescing and the frame cap (MIN_FRAME_S): frames follow the snapshots, never a backlog.
@@ -149,7 +149,7 @@ async def test_compile_error_is_one_line_in_the_log(tmp_path: Path) -> None:
     app = live_app(target=str(bad))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "error")
-        await pilot.pause(0.2)
+        await until_drawn(pilot, app)
         errors = [line for line in log_text(app).splitlines() if "bad.mlir:2:" in line]
         assert len(errors) == 1 and "full log:" in errors[0]
         assert app.snapshot.error_exit_code == 3
@@ -159,7 +159,7 @@ async def test_unavailable_device_is_shown() -> None:
     app = live_app(device="vulkan:42")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "error")
-        await pilot.pause(0.2)
+        await until_drawn(pilot, app)
         assert "vulkan:42 does not exist" in log_text(app) or "unavailable" in log_text(app)
         assert app.snapshot.error_exit_code == 4
 
@@ -217,7 +217,7 @@ async def test_work_read_from_dispatch_names_is_marked_in_the_kernels_pane(tmp_p
     async with app.run_test(size=(200, 60)) as pilot:
         await wait_for(pilot, lambda: calls(app) > 0)
         await profile_now(app, pilot)
-        await pilot.pause(0.3)
+        await until_drawn(pilot, app)
         table = app.query_one("#kernels-table", KeyedTable)
         row = table.row_cells("mlp_dispatch_0_matmul_256x1024x1024_f32")
         assert row["kernel"] == "0 matmul_256x1024x1024 *" and float(str(row["FLOP/s"])) > 0

@@ -33,6 +33,12 @@ async def wait_for(pilot: Pilot[int], condition: object, timeout: float = 60.0) 
         assert waited < timeout, "timed out waiting for the app"
 
 
+async def until_drawn(pilot: Pilot[int], app: GputopApp, timeout: float = 30.0) -> None:
+    """Until the panes show the snapshot the app holds: one arrives at once, its frame may wait (MIN_FRAME_S),
+    and longer on a loaded machine (a CI run found the Log without the error a state it had already seen)."""
+    await wait_for(pilot, lambda: app.snapshot is not None and app.drawn_snapshot is app.snapshot, timeout)
+
+
 def _holds(condition: object) -> bool:
     try:
         return bool(condition())  # type: ignore[operator]

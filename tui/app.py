@@ -139,6 +139,7 @@ class GputopApp(App[int]):
         self._handle_signals = handle_signals  # only the real command line: tests keep pytest's handlers
         self.snapshot: RunSnapshot | None = None
         self.frames = 0
+        self.drawn_snapshot: RunSnapshot | None = None  # the snapshot the panes show: `snapshot` may wait a frame
         self._last_frame = 0.0
         self._frame_timer: Timer | None = None
         self._quitting = False
@@ -328,6 +329,7 @@ class GputopApp(App[int]):
             return
         self._last_frame = time.monotonic()
         self.frames += 1
+        self.drawn_snapshot = snapshot
         self._header.show(snapshot)
         for pane in self._panes.values():
             pane.show(snapshot)
