@@ -189,7 +189,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
 
 
 async def test_open_shows_a_session_read_only(tmp_path: Path) -> None:
-    from tui_pilot import footer_keys, key_name
+    from tui_pilot import footer_keys, key_name, until_drawn, wait_for
 
     from gputop.core.store.reader import read_tail
     from gputop.tui.app import GputopApp
@@ -201,8 +201,8 @@ async def test_open_shows_a_session_read_only(tmp_path: Path) -> None:
     assert proc.returncode == 0
     app = GputopApp(ReplaySource(read_tail(folder, 300)))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.5)
-        assert app.snapshot is not None and app.snapshot.state == "finished"
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "finished")
+        await until_drawn(pilot, app)
         # It says it is recorded, and offers no key that would act on a live run.
         assert "recorded, read-only" in str(app.query_one("#header").render())
         keys = {key_name(key) for key in await footer_keys(app, pilot)}
