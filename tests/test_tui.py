@@ -151,8 +151,8 @@ async def test_compile_error_is_one_line_in_the_log(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "error")
         await until_drawn(pilot, app)
         errors = [line for line in log_text(app).splitlines() if "bad.mlir:2:" in line]
-        assert len(errors) == 1 and "full log:" in errors[0]
-        assert app.snapshot.error_exit_code == 3
+        assert len(errors) == 1 and "full log:" in errors[0], log_text(app)
+        assert app.snapshot.error_exit_code == 3, log_text(app)
 
 
 async def test_unavailable_device_is_shown() -> None:
@@ -160,8 +160,8 @@ async def test_unavailable_device_is_shown() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.state == "error")
         await until_drawn(pilot, app)
-        assert "vulkan:42 does not exist" in log_text(app) or "unavailable" in log_text(app)
-        assert app.snapshot.error_exit_code == 4
+        assert "vulkan:42 does not exist" in log_text(app) or "unavailable" in log_text(app), log_text(app)
+        assert app.snapshot.error_exit_code == 4, log_text(app)
 
 
 async def test_snapshots_keep_coming_while_help_is_open() -> None:
@@ -395,6 +395,7 @@ async def test_shift_p_takes_a_full_pass() -> None:
         await wait_for(pilot, lambda: calls(app) > 0)
         await pilot.press("P")
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.profile is not None, timeout=120)
+        await until_drawn(pilot, app)
         assert app.snapshot is not None and app.snapshot.profile is not None
         assert app.snapshot.profile.level == "full"
         assert "profile: a full pass, every record in the explained calls" in log_text(app)

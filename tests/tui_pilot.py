@@ -7,6 +7,8 @@ the app is built or polled is made once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widget import Widget
@@ -14,6 +16,7 @@ from textual.widgets import Footer
 
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import EngineBridge, RunConfig
+from gputop.tui.panes.log import LogPane
 from gputop.tui.screens import DeviceScreen
 
 
@@ -24,19 +27,33 @@ def live_app(**config: object) -> GputopApp:
     return GputopApp(EngineBridge(RunConfig(**base)))  # type: ignore[arg-type]
 
 
-async def wait_for(pilot: Pilot[int], condition: object, timeout: float = 60.0) -> None:
-    """Until `condition()` holds; a widget it asks for that is not composed yet (NoMatches) is "not yet"."""
+async def wait_for(
+    pilot: Pilot[int], condition: object, timeout: float = 60.0, describe: Callable[[], str] | None = None
+) -> None:
+    """Until `condition()` holds; a widget it asks for that is not composed yet (NoMatches) is "not yet".
+    `describe()` says, on a timeout, what the app showed instead."""
     waited = 0.0
     while not _holds(condition):
         await pilot.pause(0.1)
         waited += 0.1
-        assert waited < timeout, "timed out waiting for the app"
+        assert waited < timeout, "timed out waiting for the app" + (f": {describe()}" if describe else "")
 
 
 async def until_drawn(pilot: Pilot[int], app: GputopApp, timeout: float = 30.0) -> None:
     """Until the panes show the snapshot the app holds: one arrives at once, its frame may wait (MIN_FRAME_S),
     and longer on a loaded machine (a CI run found the Log without the error a state it had already seen)."""
-    await wait_for(pilot, lambda: app.snapshot is not None and app.drawn_snapshot is app.snapshot, timeout)
+
+    def what_was_drawn() -> str:
+        held, drawn = app.snapshot, app.drawn_snapshot
+        return (
+            f"{app.frames} frames; holds {held and held.state} of {held and held.timestamp}, "
+            f"drew {drawn and drawn.state} of {drawn and drawn.timestamp}; log: {app.query_one(LogPane).messages}"
+        )
+
+    def drawn() -> bool:
+        return app.snapshot is not None and app.drawn_snapshot is app.snapshot
+
+    await wait_for(pilot, drawn, timeout, what_was_drawn)
 
 
 def _holds(condition: object) -> bool:
