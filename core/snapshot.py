@@ -614,7 +614,7 @@ class ParameterStages:
     """
 
     read_path: str  # page-cache (preadv), mapped (copied out of a mapping), o_direct, or mixed (several files)
-    read_path_note: str | None  # why O_DIRECT was wanted and not used, when it was not
+    read_path_note: str | None  # why O_DIRECT or a mapping was wanted and not used, when it was not
     readers: int  # reader threads (the most one load used)
     chunks: int
     chunk_bytes: int

@@ -70,7 +70,7 @@ class MappedFile:
                     self._mapped[window] = False
                     finished.append(window)
         for window in finished:  # outside the lock: other readers go on copying meanwhile
-            self._unmap(window, window + 1)
+            self._unmap(window)
 
     def close(self) -> None:
         """Unmap what is still mapped (windows no reader touched, or the rest of a load that failed)."""
@@ -78,14 +78,8 @@ class MappedFile:
             left = [window for window, mapped in enumerate(self._mapped) if mapped]
             for window in left:
                 self._mapped[window] = False
-        runs: list[list[int]] = []
-        for window in left:  # neighbouring windows in one call
-            if runs and runs[-1][1] == window:
-                runs[-1][1] = window + 1
-            else:
-                runs.append([window, window + 1])
-        for first, end in runs:
-            self._unmap(first, end)
+        for window in left:
+            self._unmap(window)
 
     def mapped_windows(self) -> int:
         with self._lock:
@@ -102,9 +96,9 @@ class MappedFile:
             position = stop
         return spans
 
-    def _unmap(self, first: int, end: int) -> None:
-        start = first * self.window_bytes
-        length = min(end * self.window_bytes, self.size) - start
+    def _unmap(self, window: int) -> None:
+        start = window * self.window_bytes
+        length = min(start + self.window_bytes, self.size) - start
         _libc.munmap(self.address + start, length)  # ctypes releases the GIL; munmap rounds up to a page
 
 

@@ -62,7 +62,7 @@ class ArchiveFile:
     path: str
     fd: int
     direct_fd: int | None
-    note: str | None = None  # why O_DIRECT was wanted and not used, once
+    note: str | None = None  # why O_DIRECT or a mapping was wanted and not used, once
     mapping: MappedFile | None = None  # read_path mapped: the file mapped read-only
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _retired: list[int] = field(default_factory=list)

@@ -12,7 +12,8 @@ into a `ParameterStages` (see its docstring for how to read it).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from gputop.core.params.reads import ReadHow
 from gputop.core.snapshot import ParameterStages
@@ -26,20 +27,13 @@ class ReaderTally:
 
     read_s: float = 0.0
     slot_wait_s: float = 0.0
-    direct_bytes: int = 0
-    mapped_bytes: int = 0
-    cached_bytes: int = 0
+    bytes_by_how: Counter[ReadHow] = field(default_factory=Counter)  # o_direct, mapped, page-cache
     chunks: int = 0
 
     def add(self, how: ReadHow, length: int) -> None:
         """One chunk read, and how it came (reads.ArchiveFile.read_chunk)."""
         self.chunks += 1
-        if how == "o_direct":
-            self.direct_bytes += length
-        elif how == "mapped":
-            self.mapped_bytes += length
-        else:
-            self.cached_bytes += length
+        self.bytes_by_how[how] += length
 
 
 @dataclass
@@ -61,7 +55,8 @@ class StageClock:
         self._allocate_s = self._fill_s = self._wall_s = self._reader_s = 0.0
         self._allocate_overlapped_s = 0.0
         self._read_s = self._slot_wait_s = self._read_wait_s = self._dma_wait_s = 0.0
-        self._direct_bytes = self._mapped_bytes = self._cached_bytes = self._chunks = 0
+        self._chunks = 0
+        self._bytes_by_how: Counter[ReadHow] = Counter()
         self._notes: list[str] = []
         self._first_request_at: float | None = None  # perf_counter
         self._last_byte_at: float | None = None
@@ -94,7 +89,7 @@ class StageClock:
             self._fill_s += seconds
 
     def note(self, text: str | None) -> None:
-        """A reason O_DIRECT was not used; each said once."""
+        """A reason the read path wanted (O_DIRECT, a mapping) was not used; each said once."""
         with self._lock:
             if text and text not in self._notes:
                 self._notes.append(text)
@@ -112,9 +107,7 @@ class StageClock:
             for tally in readers:
                 self._read_s += tally.read_s
                 self._slot_wait_s += tally.slot_wait_s
-                self._direct_bytes += tally.direct_bytes
-                self._mapped_bytes += tally.mapped_bytes
-                self._cached_bytes += tally.cached_bytes
+                self._bytes_by_how.update(tally.bytes_by_how)
                 self._chunks += tally.chunks
 
     def stages(
@@ -144,15 +137,7 @@ class StageClock:
                 limited_by = "reads"
             else:
                 limited_by = "copies" if dma_wait >= submit else "submissions"
-            kinds = [
-                name
-                for name, count in (
-                    ("o_direct", self._direct_bytes),
-                    ("mapped", self._mapped_bytes),
-                    ("page-cache", self._cached_bytes),
-                )
-                if count
-            ]
+            kinds = [how for how, count in self._bytes_by_how.items() if count]
             read_path = "mixed" if len(kinds) > 1 else kinds[0] if kinds else "page-cache"
             return ParameterStages(
                 read_path=read_path,
@@ -160,7 +145,7 @@ class StageClock:
                 readers=self._readers,
                 chunks=self._chunks,
                 chunk_bytes=self._chunk_bytes,
-                bytes_read=self._direct_bytes + self._mapped_bytes + self._cached_bytes,
+                bytes_read=self._bytes_by_how.total(),
                 allocate_s=self._allocate_s,
                 fill_s=self._fill_s,
                 wall_s=wall,
