@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 lint: setup
 	$(VENV)/bin/ruff check core tui tests bench scripts
 	$(VENV)/bin/ruff format --check core tui tests bench scripts
-	$(VENV)/bin/lint-imports
+	$(PY) scripts/lint_imports.py
 
 typecheck: setup
 	$(VENV)/bin/mypy
@@ -43,6 +43,9 @@ screenshots: setup
 	$(PY) scripts/screenshots.py screenshots/gputop-roofline-cpu.svg --device local-task --calls 30 --profile --engine-process --roofline
 	scripts/resnet50_screenshot.sh $(PY) screenshots/gputop-resnet50-cpu.svg
 	$(PY) scripts/params_screenshot.py screenshots/gputop-params-cpu.svg --device local-task --mode streamed --cold
+	$(PY) tests/programs/make_assets.py .screenshot-assets > /dev/null
+	$(PY) scripts/screenshots.py screenshots/gputop-program-cpu.svg --calls 300 \
+	  --program "$(PY) tests/programs/hold_results.py .screenshot-assets/model.vmfb .screenshot-assets/model.irpa 100000"
 
 demo: setup
 	GPUTOP=$(CURDIR)/$(VENV)/bin/gputop scripts/record_demo.sh screenshots/demo.cast

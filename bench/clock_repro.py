@@ -1,7 +1,7 @@
 """Two profile passes, one right after idle and one after a warm-up: do their times differ as their clocks say?
 
 The H200 measured the same matmul at 46.9 µs and 237 µs in back-to-back passes:
-the SM clock was 1980 MHz in one and 345 MHz in the other. `bench/gpu/issue19.sh`
+the SM clock was 1980 MHz in one and 345 MHz in the other. `bench/gpu/roofline.sh`
 makes that happen on purpose (an idle GPU, a pass with `--warmup 0`; then a pass
 with a warm-up) and this reads the two reports: each pass's SM clock, its
 warning, and the kernels' times against the clock ratio. Expected: only the

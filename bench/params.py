@@ -457,7 +457,7 @@ def main() -> None:
     from gputop.core.module.devices import resolve_device
     from gputop.core.params.archive import read_archive
     from gputop.core.runners.iree_runner import parameter_mode_for
-    from gputop.tui.report_text import parameter_stages_line
+    from gputop.tui.text import parameter_stages_line
 
     folder = tempfile.TemporaryDirectory(prefix="gputop-params-")
     owned = args.archive is None

@@ -1,6 +1,6 @@
 """Compile the head modules of model-like archives here, for a GPU machine that has no compiler.
 
-`bench/params.py` and `bench/gpu/issue23.sh` build the archives themselves on
+`bench/params.py` and `bench/gpu/params_paths.sh` build the archives themselves on
 the machine that loads them (16 GiB do not travel); only the modules that
 read them travel: one per archive shape and target, named
 `head_{tensors}x{gib}g_{target}.vmfb`. An archive's layout is a pure function

@@ -1,7 +1,7 @@
 """Check the affinity corpus on two real devices: outputs, observed copies, `gputop run` and `gputop affinity`.
 
 The runtime half of issue 35, for a machine with two GPUs and no compiler
-(`bench/gpu/issue35.sh`): every plan that `bench/prepare_issue35.py` made
+(`bench/gpu/two_gpu_check.sh`): every plan that `bench/prepare_two_gpu_bundle.py` made
 here is run on the two devices its backend names, through the product's own
 code where there is one:
 

@@ -1,4 +1,4 @@
-"""Every number a person reads, written one way: bytes, times, rates, % of bound and the limits.
+"""Every number a person reads, written one way: bytes, times, rates and % of bound.
 
 gputop has several faces: the Textual panes and the roofline render snapshot
 dataclasses, `gputop report` and `gputop run`'s printout render the report's
@@ -7,8 +7,9 @@ own formatters they drifted apart: the TUI and `gputop report` could show a
 different % of peak for the same kernel, the same bytes as `1.5 GiB` and
 `1.50 GiB`, a call's p95 as `152.5 ms` and `152.455 ms`. This module is the
 one place where a number becomes text, so the faces cannot disagree: each of
-them passes values (never its own dataclasses or dictionaries, except the
-limits, which take the JSON form both faces have) and prints what comes back.
+them passes values (never its own dataclasses or dictionaries) and prints
+what comes back. The sentences built from these numbers (the limits a pass
+ran under, who else used the GPU) are `gputop.core.wording`'s.
 
 It is engine code, usable by every face: no Textual, no Rich, and nothing of
 a live run or the session store. The rules every formatter keeps: an unknown
@@ -25,48 +26,31 @@ ms`), and writes every cell as a bare number in it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 __all__ = [
     "ABOVE_ESTIMATE",
     "BYTES",
     "ESTIMATE_NOTE",
-    "NAME_MARK",
-    "NAME_NOTE",
     "RATE",
     "TIME_US",
-    "check_tolerances",
-    "clocks_text",
     "column",
-    "dram_bytes",
     "estimate_ratio",
-    "estimated_work",
     "fixed",
     "flop_per_byte",
     "gbps",
-    "host_load_text",
     "human_bytes",
     "in_unit",
-    "limits_line",
-    "limits_lines",
     "mhz",
     "ms",
     "ms_fixed",
-    "name_marked",
-    "neighbours_lines",
-    "neighbours_text",
     "pct_of_bound",
-    "peaks_text",
     "percent",
     "pick_unit",
     "seconds",
     "share_of_ceiling",
     "si",
-    "unchecked_outputs",
-    "unknown_work",
     "watts",
-    "work_lines",
 ]
 
 TIME_US = ((1.0, "µs"), (1e3, "ms"), (1e6, "s"))  # value given in µs
@@ -262,198 +246,3 @@ def column(
     factor, unit = pick_unit(values, steps)
     label = f"{name} {unit}{suffix}".rstrip()
     return label, [in_unit(v, factor) for v in values]
-
-
-# The limits a profile pass ran under (the JSON form of a `ProfileSummary`: a report's `profile`)
-
-
-def clocks_text(clocks: Mapping[str, Any], *, over_pass: bool = False) -> str:
-    """The pass's GPU clocks: `SM 1410/1980 MHz, mem 2619 MHz, P0, 300 W` (mean / the maximum it can reach).
-
-    `over_pass` says more, for the report: the SM clock at the pass's start and end, its mean and maximum.
-    """
-    start, end = clocks["start"], clocks["end"]
-    state = f"{end.get('pstate') or '?'}" + (f", {watts(end['power_w'])}" if end.get("power_w") is not None else "")
-    if over_pass:
-        return (
-            f"SM {start['sm_mhz']} -> {mhz(end['sm_mhz'])} (mean {clocks['mean_sm_mhz']:.0f}, "
-            f"max {end.get('max_sm_mhz') or '?'}), memory {mhz(clocks['mean_mem_mhz'])}, {state}"
-        )
-    top = f"/{end['max_sm_mhz']}" if end.get("max_sm_mhz") else ""
-    return f"SM {clocks['mean_sm_mhz']:.0f}{top} MHz, mem {mhz(clocks['mean_mem_mhz'])}, {state}"
-
-
-def peaks_text(peaks: Mapping[str, Any]) -> str:
-    """The device's peaks at the pass's clocks (what the % of bound is against): `333 GFLOP/s f32, 9.92 GB/s`."""
-    f32, bandwidth = peaks.get("f32_tflops"), peaks.get("bandwidth_gbps")
-    compute = si(f32 * peaks.get("compute_scale", 1.0) * 1e12, "FLOP/s f32") if f32 else "f32 unknown"
-    memory = si(bandwidth * peaks.get("bandwidth_scale", 1.0) * 1e9, "B/s") if bandwidth else "bandwidth unknown"
-    return f"{compute}, {memory}"
-
-
-def limits_line(profile: Mapping[str, Any], kernels: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The pass's clock and the device's peaks at it, in one line (or why they are unknown): the Kernels pane's."""
-    parts = []
-    clocks, peaks = profile.get("clocks"), profile.get("peaks")
-    if clocks:
-        parts.append(clocks_text(clocks))
-    if peaks:
-        parts.append(f"peak {peaks_text(peaks)}" + (f" ({ESTIMATE_NOTE})" if peaks.get("estimate") else ""))
-    elif profile.get("peaks_reason"):
-        parts.append(str(profile["peaks_reason"]))
-    if not clocks and profile.get("clocks_reason") and not peaks:
-        parts.append(str(profile["clocks_reason"]))
-    if kernels and all(k.get("flops") is None for k in kernels):
-        reasons = list(dict.fromkeys(why for k in kernels if (why := unknown_work(k))))
-        if not reasons and profile.get("work_source"):
-            reasons = [str(profile["work_source"])]
-        if reasons:
-            more = f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
-            parts.append(f"FLOPs unknown: {reasons[0]}{more}")
-    return "; ".join(parts)
-
-
-# A kernel whose FLOPs and bytes were read from its dispatch name carries this mark beside its name.
-NAME_MARK = "*"
-NAME_NOTE = "work read from the dispatch name: its op and loop sizes (work fused beside that op is not seen)"
-
-
-def name_marked(kernel: Mapping[str, Any]) -> bool:
-    """Whether the kernel's numbers come from its name (`work_source: "name"`), not from its IR."""
-    return kernel.get("work_source") == "name" and kernel.get("flops") is not None
-
-
-def estimated_work(kernel: Mapping[str, Any]) -> tuple[float | None, float | None, str | None]:
-    """A kernel's estimated FLOPs, bytes and their source (`ir`, `name`): set aside once a counters pass
-    measured it (`work_source: "counters"`), else its own."""
-    if kernel.get("work_source") == "counters":
-        return kernel.get("estimate_flops"), kernel.get("estimate_bytes"), kernel.get("estimate_source")
-    return kernel.get("flops"), kernel.get("bytes"), kernel.get("work_source")
-
-
-def dram_bytes(counters: Mapping[str, Any] | None) -> int | None:
-    """The bytes DRAM served one launch (read and written), as a counters pass measured them; None if unknown."""
-    if not counters or counters.get("dram_read_bytes") is None or counters.get("dram_write_bytes") is None:
-        return None
-    return int(counters["dram_read_bytes"]) + int(counters["dram_write_bytes"])
-
-
-def unknown_work(kernel: Mapping[str, Any]) -> str | None:
-    """Why the kernel's FLOPs are unknown (its `work`, `unknown: why`); None where they are known."""
-    if kernel.get("flops") is not None:
-        return None
-    work = str(kernel.get("work") or "")
-    return work.removeprefix("unknown: ") or None
-
-
-def work_lines(kernels: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Below the report's kernel table: what the name mark means, and why each unknown is unknown
-    (kernels with the same reason share a line)."""
-    lines = []
-    if any(name_marked(k) for k in kernels):
-        lines.append(f"work      {NAME_MARK} {NAME_NOTE}")
-    reasons: dict[str, list[str]] = {}
-    for kernel in kernels:
-        why = unknown_work(kernel)
-        if why:
-            reasons.setdefault(why, []).append(str(kernel["name"]))
-    for why, names in reasons.items():
-        who = names[0] if len(names) == 1 else f"{len(names)} kernels"
-        lines.append(f"unknown   {who}: {why}")
-    return lines
-
-
-def limits_lines(profile: Mapping[str, Any]) -> list[str]:
-    """The pass's clocks and the device's peaks (or why they are unknown), and a clock warning: the report's."""
-    lines = []
-    clocks = profile.get("clocks")
-    if clocks:
-        lines.append(f"clocks    {clocks['gpu']}: {clocks_text(clocks, over_pass=True)}")
-        start, end = clocks["start"], clocks["end"]
-        reasons = sorted(set(start.get("throttle_reasons") or ()) | set(end.get("throttle_reasons") or ()))
-        if reasons:
-            lines.append(f"          clock event reasons: {', '.join(reasons)}")
-        if clocks.get("warmup"):
-            lines.append(f"          {clocks['warmup']}")
-        if clocks.get("warning"):
-            lines.append(f"WARNING   {clocks['warning']}")
-    elif profile.get("clocks_reason"):
-        lines.append(f"clocks    none: {profile['clocks_reason']}")
-    peaks = profile.get("peaks")
-    if peaks:
-        at = ""
-        if peaks.get("sm_mhz") and peaks.get("compute_scale", 1.0) < 0.999:
-            at = f", at {mhz(peaks['sm_mhz'])}: x{peaks['compute_scale']:.2f} of the datasheet's"
-        lines.append(f"peaks     {peaks['part']}: {peaks_text(peaks)}{at} ({peaks['source']})")
-    elif profile.get("peaks_reason"):
-        lines.append(f"peaks     none: {profile['peaks_reason']}")
-    if profile.get("work_source"):
-        lines.append(f"work      {profile['work_source']}")
-    return lines
-
-
-def _gpu_process_text(process: Mapping[str, Any]) -> str:
-    parts = [str(process.get("name") or f"pid {process.get('pid')} (not visible here)")]
-    if process.get("used_memory_bytes") is not None:
-        parts.append(human_bytes(process["used_memory_bytes"]))
-    if process.get("sm_percent") is not None:
-        parts.append(f"{process['sm_percent']}% SM")
-    return " ".join(parts)
-
-
-def neighbours_text(neighbours: Mapping[str, Any]) -> str | None:
-    """`2 other processes on cuda:0: python 20.1 GiB 35% SM, ...`; None when nobody else is on the GPU."""
-    count = int(neighbours.get("others") or 0)
-    if not count:
-        return None
-    others = [p for p in neighbours.get("processes") or () if not p.get("ours")]
-    listed = ", ".join(_gpu_process_text(p) for p in others[:3]) + (", ..." if len(others) > 3 else "")
-    where = neighbours.get("device_id") or "the GPU"
-    return f"{count} other process{'es' if count != 1 else ''} on {where}" + (f": {listed}" if listed else "")
-
-
-def host_load_text(host: Mapping[str, Any]) -> str:
-    """`others used 0.91 of 2 cores (this run 1.02)`: the host's CPU time by who, in cores."""
-    steal = f", {host['steal_cores']:.2f} stolen by the hypervisor" if (host.get("steal_cores") or 0) >= 0.01 else ""
-    return f"others used {host['other_cores']:.2f} of {host['cores']} cores (this run {host['own_cores']:.2f}){steal}"
-
-
-def neighbours_lines(neighbours: Mapping[str, Any] | None, label: str = "others") -> list[str]:
-    """The report's lines: the host's load, the GPU's other processes, what could not be read, a warning."""
-    if not neighbours:
-        return []
-    parts = []
-    if neighbours.get("host"):
-        parts.append(f"host: {host_load_text(neighbours['host'])}")
-    if neighbours.get("gpu"):
-        parts.append(neighbours_text(neighbours) or f"nobody else on {neighbours.get('device_id')}")
-    over = f" over {seconds(neighbours['seconds'])}" if neighbours.get("seconds") else ""
-    lines = [f"{label:<9s} " + "; ".join(parts) + over] if parts else []
-    if neighbours.get("reason"):
-        lines.append(f"          {neighbours['reason']}")
-    if neighbours.get("warning"):
-        lines.append(f"WARNING   {neighbours['warning']}")
-    return lines
-
-
-def check_tolerances(tolerances: Sequence[Mapping[str, Any]]) -> str:
-    """The tolerances an output check applied, from its JSON form (`output`, `dtype`, `rtol`,
-    `atol` each): `float32 tolerance (rtol 0.0001, atol 1e-05)`, one phrase per distinct one."""
-    phrases: list[str] = []
-    for tol in tolerances:
-        dtype, rtol, atol = str(tol["dtype"]), float(tol["rtol"]), float(tol["atol"])
-        if dtype != "given" and rtol == 0 and atol == 0:
-            phrase = f"{dtype} exact"
-        else:
-            phrase = f"{dtype} tolerance (rtol {rtol:g}, atol {atol:g})"
-        if phrase not in phrases:
-            phrases.append(phrase)
-    return ", ".join(phrases)
-
-
-def unchecked_outputs(unchecked: Sequence[int], outputs: int) -> str:
-    """`outputs 1, 2 of 3 not checked (no reference given)`; empty when every output was checked."""
-    if not unchecked:
-        return ""
-    word = "output" if len(unchecked) == 1 else "outputs"
-    return f"{word} {', '.join(map(str, unchecked))} of {outputs} not checked (no reference given)"

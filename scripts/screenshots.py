@@ -7,7 +7,7 @@ machine (headless Textual needs no terminal). Never edit the SVGs by hand.
 
 Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task | --devices D1,D2]
            [--input ...] [--calls 20] [--size 120x40] [--profile] [--counters] [--press KEYS] [--roofline]
-           [--warmup S] [--engine-process]
+           [--warmup S] [--engine-process] [--program 'python app.py ...']
 
 With --engine-process the engine runs as `gputop TARGET` runs it, in its own
 process (`gputop serve`, the app its owning viewer): a screenshot whose Run
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import tempfile
 from pathlib import Path
 
@@ -38,7 +39,10 @@ async def shoot(args: argparse.Namespace) -> None:
         warmup_s=args.warmup,
     )
     source: EngineBridge | EngineProcess
-    if args.engine_process:
+    if args.program:  # gputop -- CMD: the engine watches the user's program, always in its own process
+        engine = ["--metrics-port", "0", "--", *shlex.split(args.program)]
+        source = EngineProcess(engine, Path(tempfile.mkdtemp(prefix="gputop-screenshot-")))
+    elif args.engine_process:
         if devices:
             raise SystemExit("--engine-process takes one --device")
         engine = [args.target, "--device", args.device, "--warmup", str(args.warmup), "--metrics-port", "0"]
@@ -100,6 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--target", default="demo:mlp")
+    parser.add_argument("--program", help="a user's program to watch instead of a target: 'python app.py ...'")
     parser.add_argument("--device", default="local-task")
     parser.add_argument("--devices", help="D1,D2: a multi-device run (demo:pipeline, demo:hidden-transfer)")
     parser.add_argument("--input", action="append", default=[])

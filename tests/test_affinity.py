@@ -341,7 +341,7 @@ def test_a_failed_tool_call_is_told_in_one_short_line(log: str, expected: str) -
 
 
 def test_the_plan_carries_the_analysis_to_a_machine_without_the_compiler(tmp_path: Path) -> None:
-    """`to_plan` / `from_plan` (bench/prepare_issue*.py write it, the GPU machines read it): through JSON
+    """`to_plan` / `from_plan` (bench/prepare_two_gpu_bundle.py writes it, the GPU machines read it): through JSON
     the same records, transfers and planned copies come back, so the copies match there as here."""
     from dataclasses import replace
 

@@ -19,11 +19,11 @@ import pytest
 from tui_pilot import wait_for
 
 from conftest import assert_one_line_error, run_gputop, run_json
+from gputop.core.call_times import CallTimer
 from gputop.core.compare import compare_reports, gate
 from gputop.core.compare.samples import call_samples, dispatch_samples, samples_block
-from gputop.core.compare.stats import bootstrap_change, mann_whitney_u
+from gputop.core.compare.significance import bootstrap_change, mann_whitney_u
 from gputop.core.errors import EXIT_REGRESSION, EXIT_USAGE
-from gputop.core.stats import CallTimer
 
 MALES = [19, 22, 16, 29, 24]
 FEMALES = [20, 11, 17, 12]
@@ -64,7 +64,7 @@ def test_bootstrap_interval_covers_the_true_change() -> None:
 
 
 def test_call_reservoir_is_uniform_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import gputop.core.stats as stats
+    import gputop.core.call_times as stats
 
     monkeypatch.setattr(stats, "RESERVOIR", 200)
     timer = CallTimer()

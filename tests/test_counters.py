@@ -21,12 +21,11 @@ from test_neighbours import cuda_mlp
 from tui_pilot import wait_for
 
 from conftest import run_gputop, run_json
-from gputop.core import nvml
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
 from gputop.core.module.targets import LOCAL_FLAGS
-from gputop.core.profiling.counters import counter_value, read_counters, summary_from_counters, with_counters
 from gputop.core.profiling.efficiency import KernelEfficiency
+from gputop.core.profiling.kernel_counters import counter_value, read_counters, summary_from_counters, with_counters
 from gputop.core.profiling.name_work import work_from_name
 from gputop.core.profiling.ncu import (
     METRICS,
@@ -41,7 +40,7 @@ from gputop.core.profiling.ncu import (
 )
 from gputop.core.profiling.work import ModuleWork, module_work
 from gputop.core.run import RunConfig, Session
-from gputop.core.run.counters import CountersRunner
+from gputop.core.run.counters_pass import CountersRunner
 from gputop.core.run.flow import RunContext
 from gputop.core.run.profiling import ProfilePasses
 from gputop.core.run.requests import Controls, why_no_counters
@@ -60,11 +59,12 @@ from gputop.core.snapshot import (
 from gputop.core.store.replay import snapshot_from_json, value_from_json
 from gputop.core.store.report import snapshot_report
 from gputop.core.store.writer import SessionWriter
+from gputop.core.watch import nvml
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
 from gputop.tui.panes.kernels import KernelsPane
-from gputop.tui.report_text import run_report
 from gputop.tui.screens.roofline import estimate_point, render_roofline
+from gputop.tui.text import run_report
 
 NCU = Path(__file__).parent / "data" / "ncu"
 H200_PROFILE = (
@@ -433,7 +433,7 @@ async def test_n_in_the_tui_on_the_cpu_says_why() -> None:
 @pytest.mark.skipif(nvml.nvml_unavailable_reason() is not None, reason="needs an NVIDIA GPU with NVML")
 @pytest.mark.skipif(find_ncu()[0] is None, reason="needs Nsight Compute (ncu)")
 def test_a_counters_pass_on_the_gpu_measures_every_kernel() -> None:
-    """H100/H200 (bench/gpu/issue30.sh runs it): demo:mlp on CUDA, profiled and counted; FLOPs as the names say."""
+    """H100/H200 (bench/gpu/counters.sh runs it): demo:mlp on CUDA, profiled and counted; FLOPs as the names say."""
     proc, report = run_json(*cuda_mlp(), "-n", "5", "--profile", "--counters")
     assert proc.returncode == 0, proc.stderr
     counters = report["counters_pass"]

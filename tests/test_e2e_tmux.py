@@ -232,3 +232,32 @@ def test_a_tui_sessions_record_is_thinned(tmp_path: Path) -> None:
     assert len(lines) < 3 * running_s, (len(lines), running_s)
     report = json.loads((folder / "report.json").read_text())
     assert report["record"]["samples"] == len(lines) and report["record"]["samples_published"] > 5 * len(lines)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_your_own_program_in_tmux(
+    tmp_path: Path, program_python: Path, program_assets: tuple[Path, Path], size: tuple[int, int]
+) -> None:
+    """`gputop -- python app.py` as a person types it: live function rows, a diagnosis, `q` ends the program."""
+    vmfb, irpa = program_assets
+    programs = Path(__file__).parent / "programs"
+    exit_file = tmp_path / "exit_code"
+    program = f"{program_python} {programs / 'hold_results.py'} {vmfb} {irpa} 100000"
+    command = f"cd {tmp_path} && {GPUTOP} -- {program}; echo $? > {exit_file}; sleep 60"
+    term = Terminal(command, width=size[0], height=size[1])
+    try:
+        screen = term.wait_for(lambda s: "mlp.main" in s and "watching" in s)
+        assert "Traceback" not in screen
+        term.wait_for(lambda s: "memory grows 64.0 KiB per call" in s or "grows 64.0 KiB" in s)
+        term.keys("q")
+        deadline = time.monotonic() + 30
+        while not exit_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        # q ended the program with SIGINT: its KeyboardInterrupt ends it by that signal, and gputop says so
+        assert exit_file.read_text().strip() == str(128 + 2)
+        assert "Traceback" not in term.screen()
+        sessions = sorted((Path(os.environ["GPUTOP_STATE_DIR"]) / "sessions").glob("*hold_results*"))
+        log = "\n".join((folder / "samples.jsonl").read_text() for folder in sessions[-1:])
+        assert "program ended by gputop (q): SIGINT" in log
+    finally:
+        term.close()

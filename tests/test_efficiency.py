@@ -4,7 +4,7 @@ These are pure functions of values: the datasheet table chosen by the names
 NVML and IREE report, a CPU peak from /proc/cpuinfo text, the clock warning on
 the 345 / 1980 MHz readings PLATFORM.md records, and a kernel rated against
 them. Live clocks need an NVIDIA GPU: the last test reads them there and skips
-elsewhere; `bench/gpu/issue19.sh` reproduces the warning on purpose.
+elsewhere; `bench/gpu/roofline.sh` reproduces the warning on purpose.
 """
 
 from __future__ import annotations
@@ -16,8 +16,12 @@ import pytest
 
 from conftest import run_json
 from gputop.core.module.devices import iree_devices
-from gputop.core.nvml import nvml_unavailable_reason
-from gputop.core.profiling.clocks import (
+from gputop.core.profiling.efficiency import rate_kernel, ridge_intensity
+from gputop.core.profiling.peaks import at_clock, compute_peak_tflops, cpu_peaks, gpu_peaks, peaks_for
+from gputop.core.profiling.work import DispatchWork
+from gputop.core.run.profiling import restarts_table
+from gputop.core.snapshot import ClockReading, DeviceInfo, KernelTiming
+from gputop.core.watch.clocks import (
     clock_warning,
     combine_passes,
     gpu_clock_for,
@@ -25,11 +29,7 @@ from gputop.core.profiling.clocks import (
     warm_up,
     while_calls_ran,
 )
-from gputop.core.profiling.efficiency import rate_kernel, ridge_intensity
-from gputop.core.profiling.peaks import at_clock, compute_peak_tflops, cpu_peaks, gpu_peaks, peaks_for
-from gputop.core.profiling.work import DispatchWork
-from gputop.core.run.profiling import restarts_table
-from gputop.core.snapshot import ClockReading, DeviceInfo, KernelTiming
+from gputop.core.watch.nvml import nvml_unavailable_reason
 
 CPUINFO = """processor\t: 0
 model name\t: Test CPU

@@ -553,7 +553,7 @@ def test_a_disk_that_fills_mid_run_is_said_and_the_ending_still_written(
 def test_a_viewer_says_a_timed_out_pause_was_not_answered(tmp_path: Path, own_cache: dict[str, str]) -> None:
     import socket
 
-    from gputop.tui.viewer import AttachSource
+    from gputop.tui.bridge import AttachSource
 
     folder = _good_session(tmp_path / "state", own_cache)
     # A run whose control channel accepts and never answers: busy, stopped with SIGSTOP, stuck.

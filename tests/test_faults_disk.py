@@ -28,9 +28,9 @@ from tui_pilot import calls, until_drawn, wait_for
 from conftest import assert_one_line_error, end_child, fill_disk, poll, run_gputop, spawn_gputop, tmpfs
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import EngineProcess
-from gputop.tui.farewell import farewell
 from gputop.tui.panes.header import HeaderBar
 from gputop.tui.panes.log import LogPane
+from gputop.tui.text import farewell
 
 # As `gputop demo:mlp --device local-task` starts its engine: profile passes only when `p` asks.
 TUI_ENGINE = ["demo:mlp", "--device", "local-task", "--metrics-port", "0", "--profile-every", "0"]

@@ -34,8 +34,8 @@ from gputop.core.profiling.name_work import dispatch_summary, work_from_name
 from gputop.core.profiling.peaks import gpu_peaks
 from gputop.core.profiling.work import ModuleWork, module_work, sources_dir_for, work_file_for
 from gputop.core.snapshot import KernelTiming
-from gputop.core.units import limits_line
-from gputop.tui.report_text import run_report
+from gputop.core.wording import limits_line
+from gputop.tui.text import run_report
 
 DATA = Path(__file__).parent / "data"
 ONNX_DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"

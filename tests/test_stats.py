@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop.core.stats import RATE_WINDOW_S, CallTimer
+from gputop.core.call_times import RATE_WINDOW_S, CallTimer
 
 
 def test_rate_is_the_last_seconds_not_the_whole_run() -> None:
@@ -54,8 +54,8 @@ def test_slow_calls_still_have_a_rate() -> None:
 
 def test_recent_calls_are_the_newest_in_order_across_the_ring() -> None:
     """What an in-process profile pass is set against: the run's newest max(calls, 20) calls, oldest first."""
+    from gputop.core.call_times import WINDOW
     from gputop.core.profiling.overhead import run_window
-    from gputop.core.stats import WINDOW
 
     timer = CallTimer()
     for i in range(5):

@@ -23,8 +23,8 @@ from gputop.tui.app import GputopApp
 from gputop.tui.bridge import NAME_MARK, NAME_NOTE, CaptureInfo, ReplaySource, SnapshotArrived
 from gputop.tui.panes.log import LogPane
 from gputop.tui.panes.table import KeyedTable
-from gputop.tui.report_text import DISPATCH_COLUMNS
 from gputop.tui.screens import CaptureScreen, HelpScreen, RooflineScreen
+from gputop.tui.text import DISPATCH_COLUMNS
 
 
 def log_text(app: GputopApp) -> str:

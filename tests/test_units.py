@@ -22,33 +22,35 @@ from gputop.core.units import (
     BYTES,
     RATE,
     TIME_US,
-    clocks_text,
     column,
     fixed,
     flop_per_byte,
     gbps,
     human_bytes,
     in_unit,
-    limits_line,
-    limits_lines,
     mhz,
     ms,
     ms_fixed,
-    name_marked,
     pct_of_bound,
-    peaks_text,
     percent,
     pick_unit,
     seconds,
     si,
-    unknown_work,
     watts,
+)
+from gputop.core.wording import (
+    clocks_text,
+    limits_line,
+    limits_lines,
+    name_marked,
+    peaks_text,
+    unknown_work,
     work_lines,
 )
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
 from gputop.tui.panes.table import KeyedTable
-from gputop.tui.report_text import run_report
+from gputop.tui.text import run_report
 
 ROOFLINE_RECORDING = Path(__file__).parent / "data" / "mlp_local_task_roofline.jsonl"
 UNBOUND = "mlp_dispatch_2_matmul_256x256x512_f32"

@@ -3,7 +3,7 @@
 The truth here is the hand count: for each op, the loop nest a person writes
 down from the op's definition (2·M·N·K for a matmul, 2·N·F·OH·OW·C·KH·KW for a
 convolution, the body's arithmetic times the elements for a generic), and the
-tensors' sizes for the bytes. On the H200, `bench/gpu/issue19.sh` checks the
+tensors' sizes for the bytes. On the H200, `bench/gpu/roofline.sh` checks the
 same counts against Nsight Compute's instruction and DRAM counters.
 """
 

@@ -48,7 +48,6 @@ from gputop.tui.bridge import (
     load_baseline,
 )
 from gputop.tui.ending import SignalEnding, parent_pid
-from gputop.tui.farewell import farewell
 from gputop.tui.panes import (
     COLUMNS,
     BoxPane,
@@ -63,6 +62,8 @@ from gputop.tui.panes import (
     share_rows,
 )
 from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen, RooflineScreen, TimelineScreen
+from gputop.tui.text import farewell
+from gputop.tui.text.program import ended_text
 
 __all__ = ["GputopApp", "run_attached", "run_engine_app", "run_replay"]
 
@@ -612,7 +613,23 @@ def run_engine_app(
     # The screen is gone: say where the run went (gputop report/open take this folder), or what of it was lost.
     last = farewell(source.record_check())
     print(last.line, file=sys.stderr, flush=True)
+    program = watched_program_ending(folder)
+    if program is not None and not code and not last.exit_code:
+        # gputop -- CMD: the program's exit code is gputop's, and the last line says how it ended
+        print(f"gputop: the program {program[1]}", file=sys.stderr, flush=True)
+        return program[0]
     return code or last.exit_code or 0
+
+
+def watched_program_ending(folder: Path) -> tuple[int, str] | None:
+    """A watched program's exit code and how it ended, from its session's report; None for a run gputop made."""
+    try:
+        program = json.loads((folder / "report.json").read_text()).get("program")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(program, dict) or not isinstance(program.get("exit_code"), int):
+        return None
+    return int(program["exit_code"]), ended_text(program)
 
 
 def run_replay(snapshots: list[RunSnapshot]) -> int:

@@ -35,9 +35,7 @@ from textual_serve import download_manager
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
-from gputop.core.serving.access import bearer_matches, url_host
-from gputop.core.store.follow import SessionFollower
-from gputop.tui.bridge import EXIT_SIGHUP, EXIT_SIGINT
+from gputop.tui.bridge import EXIT_SIGHUP, EXIT_SIGINT, SessionFollower, bearer_matches, url_host
 from gputop.tui.ending import PARENT_ENV, SignalEnding
 
 __all__ = ["RunServer"]

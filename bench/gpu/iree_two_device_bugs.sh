@@ -3,16 +3,16 @@
 #
 # Found on nvidia-h100-x2 (2x H100 80GB HBM3, NV18, driver 580.159.04) on 2026-11-25 by bench/two_gpu_check.py;
 # the output of these same commands there is bench/results/h100x2-2026-11-25/issue35/iree_two_device_bugs.txt.
-# Modules and inputs: `python bench/prepare_issue35.py .device/issue35` on the CPU machine (iree-compile 3.13,
+# Modules and inputs: `python bench/prepare_two_gpu_bundle.py .device/two_gpu` on the CPU machine (iree-compile 3.13,
 # CUDA sm_80 / Vulkan ampere, --iree-hal-target-device=device_a=BACKEND[0] ... device_b=BACKEND[1]); the
 # references are the same sources compiled for two local-task devices. Run from the repository root after
-# `source bench/gpu/setup.sh` (carry .whl .gl .device/issue35).
+# `source bench/gpu/setup.sh` (carry .whl .gl .device/two_gpu).
 #   1. CUDA: every module that moves a value between the GPUs fails its first call with INVALID_ARGUMENT in
 #      hal.device.queue.alloca or hal.device.queue.dealloca (the error the Python bindings also give).
 #   2. CUDA: some never return (hidden_transfer, dynamic_matmul, scf_if): killed here after 60 s.
 #   3. Vulkan: the calls return 0 but the results are wrong (zeros, huge values, inf/NaN).
 set -u
-D=.device/issue35
+D=.device/two_gpu
 RUN=$(python3 -c "from iree._runtime import libs; print(libs.library_path)")/iree-run-module
 inputs() { python3 -c "import json; print(' '.join('--input=' + a for a in json.load(open('$1'))['input_args']))"; }
 for case in pipeline:pipeline:pipeline fan_out:fan_out:fan_out demo_hidden_transfer:hidden_transfer:hidden_transfer; do

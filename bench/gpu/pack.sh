@@ -1,4 +1,4 @@
-# The device tool brings back at most 8 files from $OUT: each issue's results become one archive.
+# The device tool brings back at most 8 files from $OUT: each script's results folder becomes one archive.
 cd "$OUT" || exit 0
 for d in */; do
   d=${d%/}

@@ -10,8 +10,10 @@ ldconfig
 # A warm machine keeps /tmp between calls: install once.
 [ -d /tmp/site/iree/_runtime_libs ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl $(ls .whl-cuda/*.whl .whl-test/*.whl 2>/dev/null) \
   || { echo "gpu setup: wheels did not install"; return 1 2>/dev/null || exit 1; }
-# gputop itself, as the namespace package gputop.core / gputop.tui over this checkout (no build step there).
+# gputop itself over this checkout, laid out as its wheel is (no build step there): gputop/__init__.py
+# (gputop.watch(), core/program/top), gputop.core and gputop.tui.
 mkdir -p /tmp/site/gputop
+ln -sfn "$PWD/core/program/top/__init__.py" /tmp/site/gputop/__init__.py
 ln -sfn "$PWD/core" /tmp/site/gputop/core
 ln -sfn "$PWD/tui" /tmp/site/gputop/tui
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
@@ -33,7 +35,7 @@ gpu_host() {
 }
 # The 16 GiB, 256-tensor model-like archive the parameter scripts load (bench/params.py's --tensors 256 --gib 16),
 # written at PATH unless it is there already (a warm machine keeps /tmp); what it took goes to stdout.
-PARAMS_ARCHIVE=/tmp/params32/model_256x16.irpa
+PARAMS_ARCHIVE=/tmp/params/model_256x16.irpa
 params_archive() {
   [ -f "$1" ] && return 0
   mkdir -p "$(dirname "$1")"

@@ -2,7 +2,7 @@
 
 `gputop compare A B`, the CI gate (`--fail-above`) and the TUI's baseline
 all read two reports (with their kept samples, `samples.py`) and ask this
-room: `stats.py` holds the tests (Mann-Whitney U, a bootstrap interval),
+room: `significance.py` holds the tests (Mann-Whitney U, a bootstrap interval),
 `diff.py` builds the comparison, `text.py` says it in lines a person reads.
 It is a building block: it reads report dictionaries, never a live run or
 the session store.

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from gputop.core.compare.samples import as_array
-from gputop.core.compare.stats import BLOCKS, block_statistics, bootstrap_change, mann_whitney_u
+from gputop.core.compare.significance import BLOCKS, block_statistics, bootstrap_change, mann_whitney_u
 from gputop.core.errors import UsageError
-from gputop.core.units import neighbours_text
+from gputop.core.wording import neighbours_text
 
 __all__ = [
     "ALPHA",

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.stats import RESERVOIR
+from gputop.core.call_times import RESERVOIR
 
 __all__ = ["CALLS_FILE", "DISPATCH_CAP", "SAMPLES_FORMAT", "call_samples", "dispatch_samples", "samples_block"]
 

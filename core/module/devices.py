@@ -16,11 +16,11 @@ from dataclasses import replace
 
 import psutil
 
-from gputop.core import nvml
 from gputop.core.errors import DeviceUnavailableError, UsageError
 from gputop.core.module.targets import compile_target_for
 from gputop.core.processes import first_line
 from gputop.core.snapshot import DeviceInfo
+from gputop.core.watch import nvml
 
 __all__ = [
     "ALIASES",

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import psutil
 
-from gputop.core import nvml
 from gputop.core.errors import ParameterPlacementError
 from gputop.core.params.archive import ParameterEntry
 from gputop.core.snapshot import DeviceInfo
 from gputop.core.units import human_bytes
+from gputop.core.watch import nvml
 
 __all__ = ["DeviceRoom", "ParameterPlacementError", "check_placement", "device_room"]
 

@@ -24,15 +24,15 @@ from gputop.core.onnx.onnx_import import graph_signature, imported_interface, in
 from gputop.core.params.placement import check_placement, device_room
 from gputop.core.run.capture import RenderDocHook, timed
 from gputop.core.run.config import TargetKind
-from gputop.core.run.counters import CountersRunner
+from gputop.core.run.counters_pass import CountersRunner
 from gputop.core.run.flow import RunContext, end_sampling, timed_teardown
 from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.profiling import ProfilePasses
 from gputop.core.run.transfers import observe_exports
 from gputop.core.runners.iree_runner import IreeModuleRun, parameter_mode_for
-from gputop.core.runners.memory import MemorySampler
 from gputop.core.snapshot import OutputCheck
 from gputop.core.units import fixed, gbps, human_bytes
+from gputop.core.watch.memory import MemorySampler
 
 __all__ = ["IreeFlow", "check_outputs", "save_inputs"]
 

@@ -21,9 +21,9 @@ from gputop.core.profiling.timeline import build_breakdown
 from gputop.core.run.config import TargetKind
 from gputop.core.run.flow import RunContext, Uncapturable, Uncountable, end_sampling, timed_teardown
 from gputop.core.run.state import PUBLISH_INTERVAL_S
-from gputop.core.runners.memory import MemorySampler
 from gputop.core.runners.opencl_runner import OpenCLCall, OpenCLRun
 from gputop.core.runners.opencl_spec import expected_output, load_spec
+from gputop.core.watch.memory import MemorySampler
 
 __all__ = ["OpenCLFlow"]
 

@@ -6,7 +6,7 @@ inputs. Either way a pass runs on the run's thread, between calls, and its
 kernels are merged with the passes before it into the Kernels table. Each
 pass is warmed up until the GPU's clock is steady, its clocks are read while
 it runs, and its kernels are rated against their work and the device's peaks
-(`clocks.py`, `work.py`, `efficiency.py`).
+(`watch/clocks.py`, `profiling/work.py`, `profiling/efficiency.py`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from pathlib import Path
 
 from gputop.core.compare.samples import dispatch_samples
 from gputop.core.errors import GputopError, Interrupted, UnwritableFile, no_space_left
-from gputop.core.profiling.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
 from gputop.core.profiling.cupti import BREAKDOWN_KINDS, record_calls
 from gputop.core.profiling.efficiency import KernelEfficiency
 from gputop.core.profiling.overhead import (
@@ -40,6 +39,7 @@ from gputop.core.profiling.tool_pass import profile_with_ireeprof
 from gputop.core.profiling.work import module_work
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary, to_json
+from gputop.core.watch.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
 
 __all__ = ["KEEP_PASSES", "ProfilePasses", "restarts_table"]
 
@@ -151,7 +151,7 @@ class ProfilePasses:
                     self._vmfb, self._devices, function, input_files, calls, ctx.session_dir,
                     cancel=ctx.controls.stop_event, level=level,
                 )  # fmt: skip
-            clocks = watch.stop(warmup, window_ns=calls_window)
+            clocks = watch.pass_clocks(warmup, window_ns=calls_window)
             if clocks is not None and restarts_table(self._pass_clocks, clocks):
                 earlier = ", ".join(f"{p.mean_sm_mhz:.0f}" for p in self._pass_clocks)
                 ctx.state.event(

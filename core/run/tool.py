@@ -18,8 +18,8 @@ from gputop.core.run.flow import RunContext, Uncapturable, Uncountable, end_samp
 from gputop.core.run.iree import check_outputs, save_inputs
 from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.transfers import observe_exports
-from gputop.core.runners.memory import MemorySampler
 from gputop.core.runners.tool_runner import BATCH, ToolModuleRun
+from gputop.core.watch.memory import MemorySampler
 
 __all__ = ["ToolFlow"]
 

@@ -21,8 +21,15 @@ import sys
 import traceback
 from collections.abc import Callable
 
-from gputop.core.errors import EXIT_OK, EXIT_RUNTIME, EXIT_SIGINT, EXIT_SIGPIPE, GputopError
-from gputop.core.paths import write_crash_log
+from gputop.tui.bridge import (
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_SIGINT,
+    EXIT_SIGPIPE,
+    GputopError,
+    UsageError,
+    write_crash_log,
+)
 from gputop.tui.cli import (
     affinity,
     attach,
@@ -36,8 +43,9 @@ from gputop.tui.cli import (
     sessions,
     web,
 )
+from gputop.tui.cli.command import Subcommand
 from gputop.tui.cli.open import SPEC as OPEN_SPEC
-from gputop.tui.cli.options import Subcommand
+from gputop.tui.cli.program import split_program
 from gputop.tui.cli.tui import build_tui_parser, command_tui
 
 __all__ = [
@@ -69,6 +77,9 @@ COMMANDS: tuple[Subcommand, ...] = (
     devices.SPEC,
 )
 
+# The commands that watch a user's program given after `--` (and the TUI, `gputop -- CMD`).
+PROGRAM_COMMANDS = ("run", "serve")
+
 # Every `gputop COMMAND`'s function; anything else on the command line is the TUI's.
 SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {spec.name: spec.command for spec in COMMANDS}
 
@@ -95,17 +106,21 @@ def run_cli(argv: list[str] | None = None) -> int:
     """Run gputop with `argv`; return the exit code (no os._exit: safe in-process)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in SUBCOMMANDS:
-            if argv[0] == "run":
-                argv = run.profile_flag_alone(argv)
-            args = build_parser().parse_args(argv)
+        own, program = split_program(argv)  # `-- CMD`: the user's command, whole, never parsed as gputop's
+        if own and own[0] in SUBCOMMANDS:
+            if own[0] == "run":
+                own = run.profile_flag_alone(own)
+            args = build_parser().parse_args(own)
+            if program is not None and args.command not in PROGRAM_COMMANDS:
+                raise UsageError(f"gputop {args.command} takes no -- CMD (gputop -- CMD, run and serve do)")
+            args.program = program
             return int(SUBCOMMANDS[args.command](args))
         if argv and argv[0] in ("-h", "--help"):
             build_parser().print_help()
             # The TUI's own options, whole: its usage text wraps over several lines.
             print("\nThe TUI, gputop [TARGET] [options]:\n" + build_tui_parser().format_help())
             return EXIT_OK
-        return command_tui(argv)
+        return command_tui(own, program)
     except GputopError as exc:
         print(f"gputop: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -10,15 +10,24 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import EXIT_OK, DeviceUnavailableError, UsageError
-from gputop.core.module.devices import resolve_device, target_flags_for_spec
-from gputop.core.module.targets import device_names
-from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, analyse_module
-from gputop.core.multidevice.transfer_check import observe_module
-from gputop.core.paths import new_session_dir
-from gputop.core.run.config import Target, TargetKind
-from gputop.core.snapshot import to_json
-from gputop.tui.cli.options import Subcommand, device_list, write_json
+from gputop.tui.bridge import (
+    EXIT_OK,
+    AffinityAnalysis,
+    DeviceUnavailableError,
+    Target,
+    TargetKind,
+    UsageError,
+    affinity_flags,
+    analyse_module,
+    device_names,
+    new_session_dir,
+    observe_module,
+    resolve_device,
+    target_flags_for_spec,
+    to_json,
+)
+from gputop.tui.cli.command import Subcommand, write_json
+from gputop.tui.cli.options import device_list
 
 __all__ = ["SPEC", "add_arguments", "command_affinity"]
 
@@ -51,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command_affinity(args: argparse.Namespace) -> int:
-    # imported here: report_text (~5 ms) only formats output, and `gputop --help` need not load it
-    from gputop.tui.report_text import affinity_table
+    # imported here: the text (~5 ms) only formats output, and `gputop --help` need not load it
+    from gputop.tui.text import affinity_table
 
     devices = device_list(args.devices)
     flags = affinity_flags(list(devices), [target_flags_for_spec(d) for d in devices]) + tuple(args.compile_flag)

@@ -10,8 +10,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from gputop.core.errors import UsageError
-from gputop.tui.cli.options import SESSION_HELP, Subcommand
+from gputop.tui.bridge import UsageError
+from gputop.tui.cli.command import SESSION_HELP, Subcommand
 
 __all__ = ["SPEC", "add_arguments", "command_attach", "must_be_live"]
 
@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def command_attach(args: argparse.Namespace) -> int:
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it; the store's
     # reader (~4 ms) is not for `gputop --help` either
-    from gputop.core.store.reader import read_manifest, resolve_session
     from gputop.tui.app import run_attached
+    from gputop.tui.bridge import read_manifest, resolve_session
 
     folder = resolve_session(args.session)
     must_be_live(folder, read_manifest(folder))
@@ -34,8 +34,7 @@ def command_attach(args: argparse.Namespace) -> int:
 def must_be_live(folder: Path, manifest: dict[str, Any]) -> None:
     """A usage error for a session whose run has ended."""
     # imported here: the store's reader (~4 ms) is not for `gputop --help`
-    from gputop.core.store.follow import ENDED_STATES
-    from gputop.core.store.reader import effective_state
+    from gputop.tui.bridge import ENDED_STATES, effective_state
 
     state = effective_state(manifest)
     if state in ENDED_STATES:

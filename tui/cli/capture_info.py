@@ -12,10 +12,8 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from gputop.core.errors import EXIT_OK, EXIT_SIGTERM, Interrupted, UsageError
-from gputop.core.renderdoc.captures import capture_info
-from gputop.core.snapshot import to_json
-from gputop.tui.cli.options import Subcommand, write_json
+from gputop.tui.bridge import EXIT_OK, EXIT_SIGTERM, Interrupted, UsageError, capture_info, to_json
+from gputop.tui.cli.command import Subcommand, write_json
 
 __all__ = ["SPEC", "add_arguments", "command_capture_info"]
 
@@ -35,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command_capture_info(args: argparse.Namespace) -> int:
-    # imported here: report_text (~5 ms) only formats output, and `gputop --help` need not load it
-    from gputop.tui.report_text import capture_text
+    # imported here: the text (~5 ms) only formats output, and `gputop --help` need not load it
+    from gputop.tui.text import capture_text
 
     if args.passes < 1 or args.replay_timeout <= 0:
         raise UsageError("--passes must be at least 1 and --replay-timeout positive")

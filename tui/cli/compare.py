@@ -14,8 +14,8 @@ import argparse
 import sys
 from typing import Any
 
-from gputop.core.errors import EXIT_OK, EXIT_REGRESSION, UsageError
-from gputop.tui.cli.options import SESSION_HELP, Subcommand, write_json
+from gputop.tui.bridge import EXIT_OK, EXIT_REGRESSION, UsageError
+from gputop.tui.cli.command import SESSION_HELP, Subcommand, write_json
 
 __all__ = ["SPEC", "add_arguments", "add_gate_arguments", "baseline_gate", "command_compare", "load_side"]
 
@@ -51,13 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_side(text: str) -> tuple[str, dict[str, Any]]:
     """(a label, the report with its samples) for a session id, prefix or folder, or a report file."""
-    from gputop.core.store.reader import read_side
+    from gputop.tui.bridge import read_side
 
     return read_side(text)
 
 
 def _gate_settings(args: argparse.Namespace) -> tuple[str, float] | None:
-    from gputop.core.compare import parse_metric, parse_percent
+    from gputop.tui.bridge import parse_metric, parse_percent
 
     metric = parse_metric(args.metric)
     if args.fail_above is None:
@@ -73,8 +73,7 @@ def _same_target(a: dict[str, Any], b: dict[str, Any]) -> None:
 
 
 def command_compare(args: argparse.Namespace) -> int:
-    from gputop.core.compare import DEFAULT_NOISE, compare_reports, comparison_text, gate, parse_percent
-    from gputop.core.compare.text import comparison_json
+    from gputop.tui.bridge import DEFAULT_NOISE, compare_reports, comparison_json, comparison_text, gate, parse_percent
 
     settings = _gate_settings(args)
     label_a, a = load_side(args.a)
@@ -115,7 +114,7 @@ def judge_run(
     baseline: tuple[str, dict[str, Any], tuple[str, float] | None], report: dict[str, Any], *, stream: Any
 ) -> int:
     """After `gputop run --baseline`: the comparison's verdict (and the gate's line); 7 when the gate fails."""
-    from gputop.core.compare import compare_reports, gate, verdict_line
+    from gputop.tui.bridge import compare_reports, gate, verdict_line
 
     label, base, settings = baseline
     comparison = compare_reports(base, report, a_label=label, b_label="this run")

@@ -8,10 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from gputop.core.errors import EXIT_OK
-from gputop.core.module.devices import list_devices
-from gputop.core.snapshot import to_json
-from gputop.tui.cli.options import Subcommand
+from gputop.tui.bridge import EXIT_OK, list_devices, to_json
+from gputop.tui.cli.command import Subcommand
 
 __all__ = ["SPEC", "add_arguments", "command_devices"]
 
@@ -21,8 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command_devices(args: argparse.Namespace) -> int:
-    # imported here: report_text (~5 ms) only formats output, and `gputop --help` need not load it
-    from gputop.tui.report_text import devices_table
+    # imported here: the text (~5 ms) only formats output, and `gputop --help` need not load it
+    from gputop.tui.text import devices_table
 
     rows = [to_json(r) for r in list_devices()]
     for row in rows:

@@ -11,9 +11,7 @@ import os
 import sys
 import time
 
-from gputop.core.run import Session
-from gputop.core.run.host import RunHost, tune_interpreter_for_calls
-from gputop.core.snapshot import BUSY_STATES, RunSnapshot
+from gputop.tui.bridge import BUSY_STATES, RunHost, RunSnapshot, Session, tune_interpreter_for_calls
 
 __all__ = ["PARAMETERS_EVERY_S", "PROGRESS_EVERY_S", "drive", "ending"]
 
@@ -26,10 +24,10 @@ def drive(host: RunHost, *, progress: bool, first_profile: bool = False) -> int:
 
     Returns the signal's exit code, or 0.
     """
-    # imported here: gputop.tui.ending loads Textual (through the bridge), ~130 ms that --help and
-    # `gputop devices` need not pay; report_text (~5 ms) only formats the progress lines
+    # imported here: only a run needs its signal handling, and the text (~5 ms) only formats the
+    # progress lines; --help and `gputop devices` need not load either
     from gputop.tui.ending import SignalEnding, parent_pid
-    from gputop.tui.report_text import parameters_progress
+    from gputop.tui.text import parameters_progress
 
     seen = [0]
     profiled = [not first_profile]

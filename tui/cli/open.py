@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from gputop.core.errors import UsageError
-from gputop.tui.cli.options import SESSION_HELP, Subcommand
+from gputop.tui.bridge import UsageError
+from gputop.tui.cli.command import SESSION_HELP, Subcommand
 
 __all__ = ["OPEN_SNAPSHOTS", "SPEC", "add_arguments", "command_open"]
 
@@ -22,9 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def command_open(args: argparse.Namespace) -> int:
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it; the store's
     # reader (~4 ms) is not for `gputop --help` either
-    from gputop.core.store.follow import ENDED_STATES
-    from gputop.core.store.reader import effective_state, read_manifest, read_tail, resolve_session
     from gputop.tui.app import run_replay
+    from gputop.tui.bridge import ENDED_STATES, effective_state, read_manifest, read_tail, resolve_session
 
     folder = resolve_session(args.session)
     snapshots = read_tail(folder, OPEN_SNAPSHOTS)

@@ -5,41 +5,40 @@ Three faces start a run: the TUI (`gputop [TARGET]`), `gputop run` (counted, the
 here as one table of `Option` specs, each naming the faces it belongs to; `add_run_options` applies
 the table to a face's parser. The Prometheus options (TUI and serve) and the token option (those
 and `gputop web`) are written once too. `config_from` turns parsed options into the `RunConfig`
-that checks them, and `write_json` is where every `--json PATH` goes.
+that checks them. What every command shares besides (its `Subcommand`, `--json PATH`) is `command`'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gputop.core.errors import UsageError
-from gputop.core.module.demos import demo_targets
-from gputop.core.run.config import RENDERDOC_MODES, RunConfig, config_default
-from gputop.core.runners.iree_runner import PARAMETER_MODES
-from gputop.core.serving.access import LOOPBACK, TOKEN_ENV
+from gputop.tui.bridge import (
+    LOOPBACK,
+    PARAMETER_MODES,
+    RENDERDOC_MODES,
+    TOKEN_ENV,
+    RunConfig,
+    UsageError,
+    config_default,
+    demo_targets,
+)
 
 __all__ = [
     "RUN_OPTIONS",
-    "SESSION_HELP",
     "Face",
     "Option",
-    "Subcommand",
     "add_metrics_options",
     "add_run_options",
     "add_token_option",
     "config_from",
     "device_list",
-    "write_json",
 ]
 
 Face = Literal["tui", "run", "serve"]  # the TUI; `gputop run` (counted); `gputop serve` (until stopped)
-SESSION_HELP = "its directory or its id (see gputop sessions)"
 
 
 @dataclass(frozen=True)
@@ -56,17 +55,6 @@ class Option:
 
 def option(*flags: str, faces: tuple[Face, ...] = ("tui", "run", "serve"), **settings: Any) -> Option:
     return Option(flags, settings, frozenset(faces))
-
-
-@dataclass(frozen=True)
-class Subcommand:
-    """A `gputop COMMAND`: its name, its parser's text and arguments, and the function that runs it."""
-
-    name: str
-    help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    command: Callable[[argparse.Namespace], int]
-    description: str | None = None
 
 
 # Every option of a run, in the order --help lists them.
@@ -220,7 +208,7 @@ def add_run_options(parser: argparse.ArgumentParser, face: Face) -> None:
 def add_metrics_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
     """--metrics-port/--metrics-addr/--token: `gputop serve` always serves metrics, the TUI when asked."""
     # imported here: prometheus_client costs ~25 ms, and `import gputop.tui.cli` alone need not pay it
-    from gputop.core.serving.metrics import DEFAULT_PORT
+    from gputop.tui.bridge import DEFAULT_PORT
 
     parser.add_argument(
         "--metrics-port",
@@ -284,18 +272,3 @@ def device_list(text: str) -> tuple[str, ...]:
     if len(devices) < 2:
         raise UsageError("--devices takes two or more devices, e.g. local:0,local:1 or cuda:0,cuda:1")
     return devices
-
-
-def write_json(report: dict[str, Any], where: str | None) -> None:
-    """Where every `--json PATH` goes: nowhere without one, stdout for '-', else the file."""
-    if not where:
-        return
-    text = json.dumps(report, indent=2)
-    if where == "-":
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-        return
-    try:
-        Path(where).write_text(text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {where}: {exc.strerror}") from None

@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gputop.core.errors import EXIT_OK
-from gputop.core.profiling.profiles import read_profile
-from gputop.core.snapshot import to_json
-from gputop.tui.cli.options import Subcommand, write_json
+from gputop.tui.bridge import EXIT_OK, read_profile, to_json
+from gputop.tui.cli.command import Subcommand, write_json
 
 __all__ = ["SPEC", "add_arguments", "command_profile_info"]
 

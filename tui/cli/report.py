@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from gputop.core.errors import EXIT_OK
-from gputop.tui.cli.options import SESSION_HELP, Subcommand, write_json
+from gputop.tui.bridge import EXIT_OK
+from gputop.tui.cli.command import SESSION_HELP, Subcommand, write_json
 
 __all__ = ["SPEC", "add_arguments", "command_report"]
 
@@ -19,9 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command_report(args: argparse.Namespace) -> int:
-    # imported here: the store's reader and report_text cost ~8 ms that `gputop --help` need not pay
-    from gputop.core.store.reader import read_report, resolve_session
-    from gputop.tui.report_text import run_report
+    # imported here: the store's reader and the text cost ~8 ms that `gputop --help` need not pay
+    from gputop.tui.bridge import read_report, resolve_session
+    from gputop.tui.text import run_report
 
     report = read_report(resolve_session(args.session))
     write_json(report, args.json)

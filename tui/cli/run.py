@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gputop.core.profiling.overhead import PROFILE_LEVELS
-from gputop.core.run.host import RunHost
+from gputop.tui.bridge import PROFILE_LEVELS, RunHost
+from gputop.tui.cli.command import Subcommand, write_json
 from gputop.tui.cli.compare import add_gate_arguments, baseline_gate, judge_run
 from gputop.tui.cli.headless import drive, ending
-from gputop.tui.cli.options import Subcommand, add_run_options, config_from, write_json
+from gputop.tui.cli.options import add_run_options, config_from
+from gputop.tui.cli.program import run_program
 
 __all__ = ["SPEC", "add_arguments", "command_run", "profile_flag_alone"]
 
@@ -57,9 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    # imported here: report_text (~5 ms) only formats output, and `gputop --help` need not load it
-    from gputop.tui.report_text import run_report
+    # imported here: the text (~5 ms) only formats output, and `gputop --help` need not load it
+    from gputop.tui.text import run_report
 
+    if getattr(args, "program", None) is not None:
+        return run_program(args, args.program)
     baseline = baseline_gate(args)  # read before the run: a missing baseline costs no run
     host = RunHost(config_from(args, args.iterations))
     stop_code = drive(host, progress=not args.quiet)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from gputop.core.errors import UsageError
-from gputop.core.run.host import RunHost
-from gputop.core.serving.access import exposure_warning, load_token
-from gputop.core.versions import versions
+from gputop.tui.bridge import ProgramHost, RunHost, UsageError, exposure_warning, load_token, versions
+from gputop.tui.cli.command import Subcommand
 from gputop.tui.cli.headless import drive, ending
-from gputop.tui.cli.options import Subcommand, add_metrics_options, add_run_options, config_from
+from gputop.tui.cli.options import add_metrics_options, add_run_options, config_from
+from gputop.tui.cli.program import program_ending, program_host, refuse_run_options
 
 __all__ = ["SPEC", "add_arguments", "command_serve"]
 
@@ -40,18 +40,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # The TUI that started this engine (`gputop TARGET`): its requests may stop, reload and move the run,
     # and the engine ends with it. Not for users: the TUI passes it.
     parser.add_argument("--owner-pid", type=int, default=None, help=argparse.SUPPRESS)
+    # gputop.watch() inside a running program: watch that pid (the command after -- names it), its watcher
+    # connecting to the socket named. Not for users: gputop.watch() passes them.
+    parser.add_argument("--adopt", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--agent-socket", default=None, help=argparse.SUPPRESS)
 
 
 def command_serve(args: argparse.Namespace) -> int:
     # imported here (as in options.add_metrics_options): prometheus_client costs ~25 ms,
     # and `import gputop.tui.cli` alone need not pay it
-    from gputop.core.serving.metrics import MetricsServer
+    from gputop.tui.bridge import MetricsServer
 
     if args.profile_every < 0:
         raise UsageError("--profile-every must be 0 (never) or positive")
-    config = config_from(args, None, profile_every_s=args.profile_every or None, record_every_s=args.record_every)
     token = load_token(args.token)
-    host = RunHost(config, owner_pid=args.owner_pid)
+    program = getattr(args, "program", None)
+    host: RunHost | ProgramHost
+    if program is not None:  # gputop serve -- CMD (and the TUI's engine for gputop -- CMD)
+        refuse_run_options(args, "serve")
+        if args.adopt is not None:  # gputop.watch(): the program is running already and connects to this socket
+            if not args.agent_socket:
+                raise UsageError("--adopt needs --agent-socket")
+            host = ProgramHost(
+                program,
+                session_dir=args.session_dir,
+                record_every_s=args.record_every,
+                sample_interval_s=args.sample_interval,
+                adopt_pid=args.adopt,
+                listen_path=Path(args.agent_socket),
+            )
+        else:
+            host = program_host(args, program, piped=args.owner_pid is not None)
+    else:
+        config = config_from(args, None, profile_every_s=args.profile_every or None, record_every_s=args.record_every)
+        host = RunHost(config, owner_pid=args.owner_pid)
     server = MetricsServer(
         lambda: host.snapshot,
         args.metrics_port,
@@ -65,8 +87,11 @@ def command_serve(args: argparse.Namespace) -> int:
     warning = exposure_warning("metrics", args.metrics_addr, server.port, token)
     if warning:
         print(f"gputop: warning: {warning}", file=sys.stderr, flush=True)
-    stop_code = drive(host, progress=not args.quiet, first_profile=bool(args.profile_every))
+    first_profile = bool(args.profile_every) and program is None  # a program's calls are profiled on request only
+    stop_code = drive(host, progress=not args.quiet, first_profile=first_profile)
     server.stop()
+    if isinstance(host, ProgramHost):
+        return program_ending(host, stop_code)
     return ending(host.session, stop_code)
 
 

@@ -11,9 +11,8 @@ import os
 import shutil
 import sys
 
-from gputop.core.errors import EXIT_OK
-from gputop.core.snapshot import to_json
-from gputop.tui.cli.options import Subcommand
+from gputop.tui.bridge import EXIT_OK, to_json
+from gputop.tui.cli.command import Subcommand
 
 __all__ = ["SPEC", "add_arguments", "command_sessions"]
 
@@ -23,9 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command_sessions(args: argparse.Namespace) -> int:
-    # imported here: the store's reader and report_text cost ~8 ms that `gputop --help` need not pay
-    from gputop.core.store.reader import scan_sessions
-    from gputop.tui.report_text import sessions_table
+    # imported here: the store's reader and the text cost ~8 ms that `gputop --help` need not pay
+    from gputop.tui.bridge import scan_sessions
+    from gputop.tui.text import sessions_table
 
     scan = scan_sessions()
     for skipped in scan.skipped:  # one bad folder is named, and hides nothing else

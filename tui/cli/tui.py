@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from gputop.core.paths import new_session_dir
-from gputop.core.serving.access import load_token
+from gputop.tui.bridge import UsageError, load_token, new_session_dir, program_label
 from gputop.tui.cli.options import add_run_options, config_from
+from gputop.tui.cli.program import refuse_run_options
 
 __all__ = ["build_tui_parser", "command_tui", "without_baseline"]
 
@@ -18,7 +18,9 @@ __all__ = ["build_tui_parser", "command_tui", "without_baseline"]
 def build_tui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputop",
-        description="Start the live TUI on TARGET (default demo:mlp). Other commands: gputop run, gputop devices.",
+        description="Start the live TUI on TARGET (default demo:mlp), or on your own program: gputop [options] -- "
+        "python app.py (it runs unmodified; gputop watches its iree.runtime calls). Other commands: gputop run, "
+        "gputop devices.",
     )
     add_run_options(parser, "tui")
     parser.add_argument(
@@ -44,16 +46,23 @@ def without_baseline(argv: list[str]) -> list[str]:
     return out
 
 
-def command_tui(argv: list[str]) -> int:
+def command_tui(argv: list[str], program: list[str] | None = None) -> int:
     """The TUI as a viewer of its own engine: `gputop serve` with the same options, in a child process.
 
     Bad options fail here, once, before anything starts; the engine's own
     first words (a port in use) come back as one line before the screen.
+    With `program` (`gputop -- CMD`) the engine watches that command instead of making calls.
     """
     args = build_tui_parser().parse_args(argv)
-    config = config_from(args, None)
+    if program is not None:
+        refuse_run_options(args, "tui")
+        if not program:
+            raise UsageError("no command after --: say what to run, e.g. gputop -- python app.py")
+        label = program_label(program)
+    else:
+        label = config_from(args, None).target_info.label
     load_token(args.token)  # a token file that cannot be read is this command's error, not the engine's
-    folder = args.session_dir or new_session_dir(label=config.target_info.label)
+    folder = args.session_dir or new_session_dir(label=label)
     baseline = None
     if args.baseline is not None:
         from gputop.tui.bridge import load_baseline  # the store and the comparison: read before the screen
@@ -67,4 +76,6 @@ def command_tui(argv: list[str]) -> int:
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it
     from gputop.tui.app import run_engine_app
 
+    if program is not None:
+        engine += ["--", *program]  # last: the engine's own words come before it (see EngineProcess)
     return run_engine_app(engine, folder, announce=args.metrics_port is not None, baseline=baseline)

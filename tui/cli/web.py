@@ -11,11 +11,10 @@ import argparse
 import socket
 import sys
 
-from gputop.core.errors import UsageError
-from gputop.core.paths import new_session_dir
-from gputop.core.serving.access import exposure_warning, load_token, url_host
+from gputop.tui.bridge import UsageError, exposure_warning, load_token, new_session_dir, url_host
 from gputop.tui.cli.attach import must_be_live
-from gputop.tui.cli.options import Subcommand, add_token_option, config_from
+from gputop.tui.cli.command import Subcommand
+from gputop.tui.cli.options import add_token_option, config_from
 from gputop.tui.cli.tui import build_tui_parser, without_baseline
 
 __all__ = ["SPEC", "add_arguments", "add_own_options", "command_web", "take_web_options"]
@@ -48,7 +47,7 @@ def add_own_options(parser: argparse.ArgumentParser) -> None:
 def command_web(args: argparse.Namespace) -> int:
     # imported here: gputop.tui.web loads textual-serve and aiohttp, ~0.25 s that only `gputop web` needs;
     # the store's reader (~4 ms) is not for `gputop --help` either
-    from gputop.core.store.reader import read_manifest, resolve_session
+    from gputop.tui.bridge import read_manifest, resolve_session
     from gputop.tui.web import RunServer, serve_run
 
     tui_args = take_web_options(args, list(args.tui_args))

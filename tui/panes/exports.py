@@ -83,6 +83,8 @@ class ExportsPane(BoxPane):
     ExportsPane #exports-hint { height: auto; color: $text-muted; }
     """
 
+    _said_program = False
+
     def compose(self) -> ComposeResult:
         yield KeyedTable(COLUMNS, id="exports-table")
         yield Static("results appear once the module is loaded", id="exports-hint")
@@ -90,4 +92,9 @@ class ExportsPane(BoxPane):
     def show(self, snapshot: RunSnapshot) -> None:
         rows = export_rows(snapshot)
         self.query_one("#exports-table", KeyedTable).sync(rows)
-        self.query_one("#exports-hint", Static).display = not rows
+        hint = self.query_one("#exports-hint", Static)
+        hint.display = not rows
+        if not rows and snapshot.program is not None and not self._said_program:
+            # gputop never compiled a watched program's module: it has no affinity analysis to show
+            hint.update("a watched program's module: gputop did not compile it, so no affinity analysis")
+            self._said_program = True

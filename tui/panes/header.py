@@ -23,7 +23,8 @@ from gputop.tui.bridge import (
     to_json,
 )
 from gputop.tui.panes.box import show_text
-from gputop.tui.report_text import parameters_progress
+from gputop.tui.text import parameters_progress
+from gputop.tui.text.program import ended_text, program_title
 
 __all__ = ["SEPARATOR", "STATE_STYLES", "HeaderBar", "memory_bar", "parameters_bar"]
 
@@ -107,7 +108,15 @@ class HeaderBar(Static):
             line.append(" ")
         line.append(f" {state} ", style=STATE_STYLES.get(snapshot.state, ""))
         line.append(*SEPARATOR)
-        line.append(snapshot.target, style="bold cyan")
+        program = snapshot.program
+        if program is not None:  # gputop -- CMD: whose program, and how it ended once it has
+            data = to_json(program)
+            line.append("watching ", style="dim")
+            line.append(program_title(data, width=60), style="bold cyan")
+            if program.ended is not None:
+                line.append(f" {ended_text(data)}", style="bold" if program.exit_code == 0 else "bold red")
+        else:
+            line.append(snapshot.target, style="bold cyan")
         line.append(*SEPARATOR)
         line.append(f"{snapshot.function or '?'}()")
         device = snapshot.device
@@ -135,6 +144,9 @@ class HeaderBar(Static):
         if snapshot.error:
             second.append(*SEPARATOR)
             second.append(snapshot.error, style="red")
+        if program is not None and program.hints:  # the newest diagnosis matters more than the driver's name
+            second.append(*SEPARATOR)
+            second.append(f"! {program.hints[-1]}", style="bold yellow")
         lines = [line, second]
         if self.origin:
             lines.append(Text.assemble(("attached ", "bold magenta"), self.origin, no_wrap=True, overflow="ellipsis"))

@@ -18,9 +18,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
-from gputop.tui.bridge import LiveBaseline, RunSnapshot, ms, seconds
+from gputop.tui.bridge import LiveBaseline, RunSnapshot, ms, seconds, to_json
 from gputop.tui.panes.box import BoxPane, show_text
-from gputop.tui.report_text import PHASES, parameters_progress
+from gputop.tui.text import PHASES, parameters_progress
+from gputop.tui.text.program import program_calls_text
 
 __all__ = ["RunPane", "baseline_line"]
 
@@ -102,6 +103,8 @@ class RunPane(BoxPane):
             f"calls {calls.count}  {rate}  synced wall time:\n"
             f"p50 {ms(calls.p50_ms)}  p95 {ms(calls.p95_ms)}  max {ms(calls.max_ms)}"
         )
+        if snapshot.program is not None:  # a watched program: every function it calls, the busiest first
+            text = program_calls_text(to_json(snapshot.program), live=snapshot.state == "running")
         if snapshot.enqueue is not None and snapshot.enqueue.count:
             # OpenCL: what a naive host timer would have shown.
             text += f"\nenqueue returns after p50 {ms(snapshot.enqueue.p50_ms)} (not synced)"

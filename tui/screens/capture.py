@@ -15,8 +15,8 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from gputop.tui.bridge import CaptureInfo, to_json
-from gputop.tui.report_text import DISPATCH_COLUMNS, dispatch_rows, replay_line
 from gputop.tui.screens.window import Window
+from gputop.tui.text import DISPATCH_COLUMNS, dispatch_rows, replay_line
 
 __all__ = ["CaptureScreen"]
 

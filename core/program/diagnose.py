@@ -1,0 +1,185 @@
+"""What went wrong in a watched program, one line each with the fix: the diagnoses of `gputop -- CMD`.
+
+These read only values (the program's loads, phases, call stats and memory
+samples), so the same lines come live in the Log and header and at the end in
+the report's `hints`, and a test can hold them against a program it wrote.
+The thresholds are stated where they are used; each says why.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gputop.core.records.program import MemoryGrowth, ProgramLoad
+from gputop.core.units import human_bytes, seconds
+
+__all__ = [
+    "GrowthPoint",
+    "find_growth",
+    "growth_hint",
+    "host_memory_hints",
+    "loaded_twice_hints",
+    "slow_phase_hints",
+]
+
+SLOW_PHASE_RATIO = 100.0  # a context or first call over 100x a steady call is worth a line (the issue's bar)
+STEADY_CALLS = 5  # calls needed before a "steady call" means anything
+GROWTH_MIN_CALLS = 20  # calls a growth must span before it is called one
+GROWTH_RISING_SHARE = 0.8  # of the steps between samples that must rise (a held result rises every time)
+# RSS moves for many reasons (allocator pools, the page cache of a mapped file): only a large, steady rise counts.
+RSS_MIN_BYTES_PER_CALL = 64 * 1024
+RSS_MIN_TOTAL = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class GrowthPoint:
+    """One memory sample of a watched program: calls made so far and bytes by each source."""
+
+    calls: int
+    held_bytes: int | None
+    allocator_live_bytes: int | None
+    rss_bytes: int | None
+
+
+def _gbps(load: ProgramLoad) -> str:
+    return f", {load.bytes / load.seconds / 1e9:.2f} GB/s" if load.seconds > 0 and load.bytes else ""
+
+
+def host_memory_hints(loads: Sequence[ProgramLoad]) -> list[str]:
+    """Parameters that went through the program's own memory where the file could have been handed over."""
+    slow = [load for load in loads if load.kind == "parameters" and load.through == "host memory"]
+    if not slow:
+        return []
+    total = sum(load.bytes for load in slow)
+    spent = sum(load.seconds for load in slow)
+    apis = ", ".join(sorted({load.api for load in slow}))
+    return [
+        f"parameters: {human_bytes(total)} went through host memory ({apis}, {seconds(spent)}{_gbps(slow[0])}); "
+        "hand IREE the file instead: ParameterIndex().load(path) maps it (mode='file_async' streams it), or "
+        "load_from_file_handle(FileHandle.wrap_fd(fd), 'irpa'): no copy through Python"
+    ]
+
+
+def slow_phase_hints(
+    context_s: Sequence[float], first_call_s: float | None, steady_ms: float | None, calls: int
+) -> list[str]:
+    """A context creation or first call over SLOW_PHASE_RATIO x a steady call: which, how long, what to do."""
+    if steady_ms is None or steady_ms <= 0 or calls < STEADY_CALLS:
+        return []
+    hints = []
+    steady_s = steady_ms / 1e3
+    slowest = max(context_s, default=0.0)
+    if slowest / steady_s > SLOW_PHASE_RATIO:
+        hints.append(
+            f"context: created in {seconds(slowest)}, {slowest / steady_s:,.0f}x a steady call ({steady_ms:.3f} ms); "
+            "create it once and keep it, and load parameters from their file (not through host memory)"
+        )
+    if first_call_s is not None and first_call_s / steady_s > SLOW_PHASE_RATIO:
+        hints.append(
+            f"first call: {seconds(first_call_s)}, {first_call_s / steady_s:,.0f}x a steady call ({steady_ms:.3f} ms); "
+            "it pays the executables' load and the device's warm-up: make one call before you time or serve"
+        )
+    return hints
+
+
+def _rising_since(points: Sequence[tuple[int, int]]) -> tuple[int, float] | None:
+    """Where a steady rise begins among (calls, bytes) points and its bytes per call; None when it does not rise."""
+    if len(points) < 3:
+        return None
+    # Look back from the newest point for the longest run of points that keep rising with the calls.
+    start = len(points) - 1
+    rising = 0
+    steps = 0
+    for i in range(len(points) - 1, 0, -1):
+        calls_step = points[i][0] - points[i - 1][0]
+        if calls_step <= 0:
+            continue
+        steps += 1
+        if points[i][1] > points[i - 1][1]:
+            rising += 1
+            start = i - 1
+        elif rising / steps < GROWTH_RISING_SHARE:
+            break
+    first, last = points[start], points[-1]
+    calls = last[0] - first[0]
+    grown = last[1] - first[1]
+    if calls < GROWTH_MIN_CALLS or grown <= 0 or steps == 0 or rising / steps < GROWTH_RISING_SHARE:
+        return None
+    return first[0], _slope(points[start:])
+
+
+def _slope(points: Sequence[tuple[int, int]]) -> float:
+    """Bytes per call by least squares: the two ends alone carry the sampling's offset of a call or two."""
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    if spread <= 0:
+        return 0.0
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+
+
+def find_growth(points: Sequence[GrowthPoint]) -> MemoryGrowth | None:
+    """Memory that rises with the calls: held results first (exact), then the allocator, then RSS (noisy)."""
+    sources: list[tuple[str, list[tuple[int, int]], float, int]] = [
+        ("held results", [(p.calls, p.held_bytes) for p in points if p.held_bytes is not None], 1.0, 1),
+        (
+            "allocator",
+            [(p.calls, p.allocator_live_bytes) for p in points if p.allocator_live_bytes is not None],
+            1.0,
+            1,
+        ),
+        (
+            "rss",
+            [(p.calls, p.rss_bytes) for p in points if p.rss_bytes is not None],
+            RSS_MIN_BYTES_PER_CALL,
+            RSS_MIN_TOTAL,
+        ),
+    ]
+    for source, series, min_per_call, min_total in sources:
+        found = _rising_since(series)
+        if found is None:
+            continue
+        since, per_call = found
+        if per_call < min_per_call or per_call * (series[-1][0] - since) < min_total:
+            continue
+        return MemoryGrowth(bytes_per_call=round(per_call), since_call=since, source=source)
+    return None
+
+
+def growth_hint(growth: MemoryGrowth | None) -> list[str]:
+    if growth is None:
+        return []
+    what = {
+        "held results": "the program keeps the arrays its calls return",
+        "allocator": "the device allocator's live bytes rise",
+        "rss": "the process's resident memory rises",
+    }[growth.source]
+    return [
+        f"memory grows {human_bytes(growth.bytes_per_call)} per call since call {growth.since_call}: {what}; "
+        "drop references to old results (copy out what you keep with to_host()) or reuse output buffers"
+    ]
+
+
+def loaded_twice_hints(loads: Sequence[ProgramLoad]) -> list[str]:
+    """The same module or parameter files loaded more than once in one process (once per device included)."""
+    hints = []
+    modules = Counter(
+        (load.files[0] if load.files else load.name, load.bytes) for load in loads if load.kind == "module"
+    )
+    for (what, size), times in modules.items():
+        if times > 1 and what:
+            hints.append(
+                f"module {what} loaded {times} times ({human_bytes(size)} each): load the VmModule once and "
+                "pass it to every context (one per device)"
+            )
+    params = Counter(file for load in loads if load.kind == "parameters" for file in load.files)
+    for file, times in params.items():
+        if times > 1:
+            hints.append(
+                f"parameters {file} loaded {times} times: load the index once and make each device's provider "
+                "from it (create_provider), not a new index per device"
+            )
+    return hints

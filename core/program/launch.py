@@ -1,0 +1,261 @@
+"""Start a user's command with gputop's watcher in its Python processes, and end it the way a user expects.
+
+Why a `sitecustomize` on PYTHONPATH and not a launcher script: the command is
+the user's own (`python app.py`, `python -m pkg`, `pytest -k x`, a shell
+script that starts Python), in their own environment and Python version, and
+may start Python children of its own. A folder put first on PYTHONPATH reaches
+every one of those interpreters unchanged, whatever starts them, without
+rewriting the command; the `sitecustomize` in it only installs an import hook
+(the watcher proper loads when the program imports `iree.runtime`) and then
+runs whatever `sitecustomize` it shadows. `python -S` and `-I` (isolated)
+programs skip it: they are not watched, and the run says the command made no
+IREE calls.
+
+The program keeps its process group and, headless, its terminal: Ctrl-C
+reaches it as it would without gputop, and gputop waits for it to end. Under
+the TUI (whose engine runs in a session of its own) gputop ends it on `q`:
+SIGINT, then SIGTERM after a grace, then SIGKILL. Its exit code, or 128 + the
+signal that killed it, is what gputop exits with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from gputop.core.errors import EXIT_USAGE, GputopError
+
+__all__ = [
+    "INJECT_DIR",
+    "SOCKET_ENV",
+    "AdoptedProgram",
+    "LaunchedProgram",
+    "ProgramNotStarted",
+    "exit_code_of",
+    "program_env",
+    "signal_name",
+]
+
+INJECT_DIR = Path(__file__).resolve().parent / "inject"  # sitecustomize.py and gputop_agent.py: stdlib only
+SOCKET_ENV = "GPUTOP_WATCH_SOCKET"  # where the watcher in each process of the program reports
+STOP_GRACE_S = 5.0  # after SIGINT, before SIGTERM; and again before SIGKILL
+
+
+class ProgramNotStarted(GputopError):
+    """The command could not be started at all (not found, not executable): a usage error."""
+
+    exit_code = EXIT_USAGE
+
+
+def program_env(socket_path: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The program's environment: its own, with the watcher's folder first on PYTHONPATH and where to report."""
+    env = dict(os.environ if base is None else base)
+    existing = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(INJECT_DIR) + (os.pathsep + existing if existing else "")
+    env[SOCKET_ENV] = str(socket_path)
+    return env
+
+
+def exit_code_of(returncode: int) -> int:
+    """A shell's exit code for a child's return code: 128 + N for a child killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def signal_name(returncode: int) -> str | None:
+    """`SIGKILL` for a child killed by signal 9; None for one that exited."""
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+class LaunchedProgram:
+    """The user's command, started with the watcher; its output passes through or goes to `on_line`."""
+
+    def __init__(
+        self,
+        command: list[str],
+        socket_path: Path,
+        *,
+        on_line: Callable[[str, str], None] | None = None,
+        log_path: Path | None = None,
+        own_terminal: bool = True,
+    ) -> None:
+        """`on_line(stream, text)` gets each line of its stdout/stderr (and `log_path` all of it); without it the
+        program writes to gputop's own stdout and stderr, unchanged. `own_terminal` False: a session of its own."""
+        if not command:
+            raise ProgramNotStarted("no command after --: say what to run, e.g. gputop -- python app.py")
+        self.command = list(command)
+        self._socket_path = socket_path
+        self._on_line = on_line
+        self._log_path = log_path
+        self._own_terminal = own_terminal
+        self._process: subprocess.Popen[bytes] | None = None
+        self._readers: list[threading.Thread] = []
+        self._log_lock = threading.Lock()
+        self.started_at: float | None = None
+        self.stopping_by: str | None = None  # why gputop ended it ("q", a signal), when it did
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def start(self) -> None:
+        """Start it; a command that is not there is one line and exit 2, before any session work.
+
+        Raises:
+            ProgramNotStarted: the command is not found or cannot be executed.
+        """
+        executable = shutil.which(self.command[0]) if os.sep not in self.command[0] else self.command[0]
+        if executable is None:
+            raise ProgramNotStarted(f"{self.command[0]}: command not found")
+        piped = self._on_line is not None
+        try:
+            self._process = subprocess.Popen(
+                self.command,
+                env=program_env(self._socket_path),
+                stdin=None if self._own_terminal else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if piped else None,
+                stderr=subprocess.PIPE if piped else None,
+                start_new_session=not self._own_terminal,
+            )
+        except OSError as exc:
+            raise ProgramNotStarted(f"{self.command[0]}: {exc.strerror or exc}") from exc
+        self.started_at = time.time()
+        if piped:
+            process = self._process
+            for name, stream in (("stdout", process.stdout), ("stderr", process.stderr)):
+                if stream is not None:
+                    reader = threading.Thread(
+                        target=self._read, args=(name, stream), name=f"gputop-program-{name}", daemon=True
+                    )
+                    reader.start()
+                    self._readers.append(reader)
+
+    def _read(self, name: str, stream: object) -> None:
+        """Each line to `on_line` and the log; a full disk loses the log, never the program's output pipe."""
+        log = None
+        if self._log_path is not None:
+            with contextlib.suppress(OSError):
+                log = open(self._log_path, "ab")  # noqa: SIM115 - closed when the stream ends
+        try:
+            for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+                if log is not None:
+                    try:
+                        with self._log_lock:
+                            log.write(raw)
+                            log.flush()
+                    except OSError:
+                        log = None
+                if self._on_line is not None:
+                    with contextlib.suppress(Exception):  # a viewer's trouble must not stop the pipe's drain
+                        self._on_line(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
+        finally:
+            if log is not None:
+                with contextlib.suppress(OSError):
+                    log.close()
+
+    def poll(self) -> int | None:
+        """The return code once it has ended (negative: killed by that signal), else None."""
+        return self._process.poll() if self._process is not None else None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if self._process is None:
+            return None
+        try:
+            code = self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        for reader in self._readers:  # its last lines, before the record closes
+            reader.join(timeout=2.0)
+        return code
+
+    def interrupt(self, why: str) -> None:
+        """End it as a user would: SIGINT, then SIGTERM after a grace, then SIGKILL; on a thread of its own."""
+        if self._process is None or self._process.poll() is not None or self.stopping_by is not None:
+            return
+        self.stopping_by = why
+        threading.Thread(target=self._escalate, name="gputop-program-stop", daemon=True).start()
+
+    def _escalate(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        first = signal.SIGTERM if self.stopping_by == f"signal {int(signal.SIGTERM)}" else signal.SIGINT
+        for signum in (first, signal.SIGTERM, signal.SIGKILL):
+            self._send(signum)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(STOP_GRACE_S)
+                return
+
+    def _send(self, signum: int) -> None:
+        """To the program's own session (its children too) where it has one, else to the program alone."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if not self._own_terminal:
+                os.killpg(process.pid, signum)
+            else:
+                process.send_signal(signum)
+
+    def kill_now(self) -> None:
+        """gputop itself is leaving at once (a second signal): the program must not outlive it unwatched."""
+        self._send(signal.SIGKILL)
+
+
+class AdoptedProgram:
+    """A program gputop did not start (`gputop.watch()` inside it): watched until its process is gone.
+
+    gputop is not its parent, so its exit code cannot be read: it ends as `exited` with code 0 unless its
+    watcher said it raised. gputop never signals it: the program started the watch, and ends it by ending.
+    """
+
+    POLL_S = 0.25
+
+    def __init__(self, pid: int, command: list[str]) -> None:
+        self.command = list(command)
+        self._pid = pid
+        self.stopping_by: str | None = None
+        self.started_at = time.time()
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
+
+    def start(self) -> None:
+        """Nothing to start: the program is running (it called gputop.watch())."""
+
+    def poll(self) -> int | None:
+        try:
+            os.kill(self._pid, 0)
+        except ProcessLookupError:
+            return 0
+        except PermissionError:
+            return None
+        return None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            code = self.poll()
+            if code is not None:
+                return code
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(self.POLL_S)
+
+    def interrupt(self, why: str) -> None:
+        """Not gputop's to end: the program started this watch itself."""
+
+    def kill_now(self) -> None:
+        """Not gputop's to kill: see `interrupt`."""

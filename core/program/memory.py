@@ -1,0 +1,60 @@
+"""A watched program's memory, read from gputop's side: its RSS, NVML for its GPUs, its allocators' pools.
+
+The watcher inside the program sends each device's `allocator.statistics`
+(a dict of host and device bytes peak/allocated/freed); the engine turns them
+into gputop's pools here and samples what the program's process and GPUs
+hold with the memory sampler every gputop run uses, reading the program's
+pid instead of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gputop.core.snapshot import DeviceInfo, MemorySample, PoolStats
+from gputop.core.watch.memory import MemorySampler
+
+__all__ = ["ProgramMemory", "pools_from"]
+
+
+class ProgramMemory(MemorySampler):
+    """The memory sampler, reading the watched process's RSS (not the engine's own)."""
+
+    def __init__(
+        self,
+        devices: list[DeviceInfo],
+        read_pools: Callable[[], list[tuple[str, tuple[PoolStats, ...]]]],
+        on_sample: Callable[[MemorySample], None],
+        interval_s: float,
+        pid: int,
+    ) -> None:
+        super().__init__(devices, read_pools, on_sample, interval_s, pid=pid)
+        self.latest_rss: int | None = None
+
+    def sample(self) -> MemorySample:
+        sample = super().sample()
+        self.latest_rss = sample.host_rss_bytes
+        return sample
+
+
+def pools_from(device_id: str, stats: dict[str, Any]) -> tuple[PoolStats, ...]:
+    """An allocator's `statistics` dict (host/device bytes peak/allocated/freed) as gputop's pools."""
+    pools = []
+    for memory_type in ("host", "device"):
+        peak = stats.get(f"{memory_type}_bytes_peak")
+        allocated = stats.get(f"{memory_type}_bytes_allocated")
+        freed = stats.get(f"{memory_type}_bytes_freed")
+        if not isinstance(allocated, int) or not isinstance(freed, int):
+            continue
+        pools.append(
+            PoolStats(
+                device_id=device_id,
+                memory_type=memory_type.upper(),
+                peak_bytes=int(peak or 0),
+                allocated_bytes=allocated,
+                freed_bytes=freed,
+                live_bytes=max(allocated - freed, 0),
+            )
+        )
+    return tuple(pools)

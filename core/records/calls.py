@@ -1,0 +1,48 @@
+"""How long calls take: the steady calls' statistics and the OpenCL chain demo's stages.
+
+`CallStats` is built by `call_times.CallTimer` and read by the Calls pane,
+reports and the metrics endpoint (whose histogram uses `CALL_BUCKETS_MS`);
+`StageTimings` is what the OpenCL runner measures of its two stages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CALL_BUCKETS_MS", "CallStats", "StageTimings"]
+
+
+# Upper bounds of the call-time histogram, in milliseconds: 50 us to 10 s, then +Inf.
+CALL_BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0)
+
+
+@dataclass(frozen=True)
+class CallStats:
+    """Synchronised wall time of the steady calls (after the first)."""
+
+    count: int = 0
+    min_ms: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    max_ms: float | None = None
+    mean_ms: float | None = None
+    calls_per_s: float | None = None  # over the whole run: what a report of a finished run says
+    recent_calls_per_s: float | None = None  # over the calls that ended in the last few seconds: what runs now
+    recent_ms: tuple[float, ...] = ()
+    # Every call since the start, counted per bucket of CALL_BUCKETS_MS (not cumulative; the last
+    # bucket is +Inf), and their summed time: what a Prometheus histogram needs, exact over hours.
+    buckets: tuple[int, ...] = ()
+    sum_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class StageTimings:
+    """The OpenCL chain demo's two stages timed three ways, plus the naive reading that misleads."""
+
+    a_synced_ms: float
+    b_synced_ms: float
+    a_then_b_synced_ms: float
+    a_enqueue_only_ms: float  # "A took this long" if you forget to sync
+    b_after_unsynced_a_ms: float  # ...and then B seems to take A's time too
+    a_kernel_ms: float
+    b_kernel_ms: float

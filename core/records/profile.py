@@ -1,0 +1,118 @@
+"""One profile pass: the Kernels table, its synced call time, and what the pass cost.
+
+`profiling.profiles` and the tool pass build a `ProfileSummary` of
+`KernelTiming` rows; `profiling.efficiency` adds work and the roofline, the
+counters pass joins its measured counters, and the run adds the pass's clocks,
+breakdown and neighbours. It gathers the records of those other modules; none
+of them needs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gputop.core.records.base import now
+from gputop.core.records.breakdown import CallBreakdown
+from gputop.core.records.clocks import DevicePeaks, PassClocks
+from gputop.core.records.counters import KernelCounters
+from gputop.core.records.neighbours import Neighbours
+
+__all__ = ["KernelTiming", "PoolUsage", "ProfileOverhead", "ProfileSummary"]
+
+
+@dataclass(frozen=True)
+class KernelTiming:
+    """One dispatch function's device times over a profile pass (microseconds)."""
+
+    name: str
+    count: int
+    total_us: float
+    avg_us: float
+    min_us: float
+    p50_us: float
+    max_us: float
+    share: float  # of the summed kernel time of a call
+    per_call: float  # how many times one call runs it
+    workgroup_count: tuple[int, ...] | None
+    workgroup_size: tuple[int, ...] | None
+    source: str  # ireeprof, cupti, opencl
+    timing: str  # what the clock is: device timestamps, or host execution on CPU devices
+    timestamp: float = field(default_factory=now)
+    # Work and efficiency (core/profiling/work.py, name_work.py, efficiency.py): counted from the dispatch's own IR
+    # or read from its name (work_source), against the device's peaks at the pass's clock. None where the work or
+    # the peak is unknown.
+    flops: int | None = None  # per dispatch: adds, subs, muls, divs, FMA as 2, math functions as 1
+    bytes: int | None = None  # per dispatch: bytes_read + bytes_written
+    bytes_read: int | None = None  # tensors loaded from its bindings, plus constant tensors it embeds
+    bytes_written: int | None = None  # tensors stored to its bindings
+    intensity: float | None = None  # FLOP per byte
+    achieved_tflops: float | None = None  # flops / avg_us
+    achieved_gbps: float | None = None  # bytes / avg_us
+    pct_peak_compute: float | None = None  # percent of the compute peak for its type at the pass's clock
+    pct_peak_bandwidth: float | None = None  # percent of the memory bandwidth at the pass's clock
+    bound: str | None = None  # compute | memory: which side of the roofline's ridge its intensity is on
+    work: str | None = None  # what it does (matmul+elementwise), or why its work is unknown
+    peak_tflops: float | None = None  # the compute ceiling used for it (its type's peak at the pass's clock)
+    work_source: str | None = None  # where flops and bytes come from: "ir" (its executable source), "name", "counters"
+    counters: KernelCounters | None = None  # measured by a counters pass (ncu), joined by the kernel's name
+    # Where work_source is "counters", the estimate the measurement replaced (so both can be drawn): its FLOPs,
+    # bytes and their source ("ir" or "name"); None where there was none.
+    estimate_flops: int | None = None
+    estimate_bytes: int | None = None
+    estimate_source: str | None = None
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    """A HAL pool's reserved and committed bytes, from profiling memory events."""
+
+    pool_id: int
+    reserved_bytes: int
+    committed_bytes: int
+
+
+@dataclass(frozen=True)
+class ProfileOverhead:
+    """What a profile pass cost: its calls' mean synced time against unprofiled calls of the same work.
+
+    Its five keys are the report's `profile.overhead` contract; `method` says which unprofiled calls
+    were the reference (the run's own calls just before the pass, or the tool's own unprofiled run).
+    """
+
+    ratio: float  # profiled_mean_ms / unprofiled_mean_ms
+    profiled_mean_ms: float
+    unprofiled_mean_ms: float
+    unprofiled_calls: int
+    method: str
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    """One profile pass: kernels, the synced call time beside the kernel time, and files."""
+
+    source: str
+    device_id: str
+    calls: int
+    call_wall_ms: float | None  # synced wall time of one call during the pass
+    call_kernel_ms: float  # summed kernel time of one call
+    gap_ms: float | None  # wall minus kernel: host work, transfers, idle
+    kernels: tuple[KernelTiming, ...]
+    pools: tuple[PoolUsage, ...] = ()
+    profile_path: str | None = None
+    trace_path: str | None = None
+    timestamp: float = field(default_factory=now)
+    call_breakdown: CallBreakdown | None = None  # where the call time went (the newest pass)
+    hints: tuple[str, ...] = ()  # iree-profile explain's hints and queue-gap figures
+    clocks: PassClocks | None = None  # the GPU's clocks over the pass (NVML); None with clocks_reason
+    clocks_reason: str | None = None  # why there are no clocks (no NVIDIA GPU behind the device)
+    peaks: DevicePeaks | None = None  # the device's peaks the kernels are measured against
+    peaks_reason: str | None = None  # why there are none (a part gputop has no datasheet for)
+    work_source: str | None = None  # where the kernels' work came from, in words (sources, a work file, names)
+    overhead: ProfileOverhead | None = None  # the newest pass's calls against unprofiled ones (None: unmeasured)
+    profiling_on: str | None = None  # what the pass had on: CUPTI activity kinds or IREE profiling modes
+    neighbours: Neighbours | None = None  # who else used the GPU and the host during the newest pass
+    level: str = "default"  # default: explained calls within 5% where a cheaper run allows; full: every record
+    # Set where the kernel times come from another run than the explained calls (a default pass whose run with
+    # per-dispatch timestamps cost over 5%): that run's cost and what it had on.
+    kernels_overhead: ProfileOverhead | None = None
+    kernels_profiling_on: str | None = None

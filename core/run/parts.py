@@ -1,0 +1,175 @@
+"""The parts every run is made of, composed in one place: its folder, record, state, control channel and watch.
+
+A run made by gputop's own call loop (`Session`) and a run of a user's own
+program that gputop only watches (`gputop.core.program`) publish the same
+snapshots, write the same session folder and answer the same viewers; what
+differs is only what feeds the state. So the parts are built and torn down
+here, once, and each producer holds a `RunParts`:
+
+- the session folder (made, or continued as a later segment) and its
+  `SessionWriter` (samples.jsonl, the manifest, report.json at the end);
+- the one `RunState` (its single writer is the producer's thread);
+- the control channel (`control.sock`) through which other processes' viewers
+  ask, answered by whatever `Remote` the producer is;
+- the neighbour watch (who else uses the GPU and the host).
+
+Every method that ends a run is safe to call from a failing path: the record
+is written whatever the report builder or the disk did.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gputop.core.errors import UnwritableFolder
+from gputop.core.paths import new_session_dir, note_session_dir
+from gputop.core.run.state import RunState
+from gputop.core.run.viewer_ops import OwnerOps, Remote, answer
+from gputop.core.serving.control_socket import ControlServer
+from gputop.core.snapshot import DeviceInfo, RunSnapshot
+from gputop.core.store.report import build_report
+from gputop.core.store.writer import SessionWriter
+from gputop.core.watch.neighbours import NeighbourWatch, watch_roots
+
+__all__ = ["RunParts"]
+
+
+class RunParts:
+    """One run's folder, record, state, control channel and neighbour watch."""
+
+    def __init__(
+        self,
+        manifest_config: dict[str, Any],
+        *,
+        target: str,
+        label: str,
+        session_dir: Path | None = None,
+        record_every_s: float = 0.0,
+        function: str | None = None,
+        segment: int = 0,
+        owner_pid: int | None = None,
+    ) -> None:
+        """Make (or continue, as `segment`) the session folder and the run's record and state.
+
+        Raises:
+            UnwritableFolder: the folder cannot be made or written (a read-only or full state folder).
+        """
+        self.owner_pid = owner_pid
+        self.session_dir = session_dir or new_session_dir(label=label)
+        note_session_dir(self.session_dir)
+        try:
+            self.session_dir.mkdir(parents=True, exist_ok=True)
+            self.writer = SessionWriter(self.session_dir, manifest_config, every_s=record_every_s, segment=segment)
+        except OSError as exc:
+            raise UnwritableFolder(self.session_dir, exc) from exc
+        self.state = RunState(target, self.session_dir, self.writer, function=function, segment=segment)
+        self.control: ControlServer | None = None
+        self.watch: NeighbourWatch | None = None
+        self._viewers_seen = 0  # how many viewers subscribed to the stream, kept once the channel closes
+
+    # -- the control channel --------------------------------------------------------------
+    def open_control(self, remote: Remote, owner_ops: OwnerOps | None = None) -> None:
+        """The channel for viewers in other processes; a run goes on without one if it cannot open."""
+        server = ControlServer(
+            self.session_dir, lambda request: answer(remote, request, owner_ops), owner_pid=self.owner_pid
+        )
+        try:
+            server.start()
+        except OSError as exc:
+            why = f"control channel: {server.path}: {exc.strerror or exc}"
+            self.state.event("warning", f"{why} (gputop attach can follow this run but not pause or profile it)")
+            return
+        self.control = server
+        # Viewers get every snapshot as the record writer serialises it: off the producer's thread, once for all.
+        # A viewer under Ctrl-Z costs nothing: while no subscriber can take a line, none is made for them.
+        self.writer.stream_lines_to(server.offer, lambda: server.stream.wanting)
+
+    def close_control(self) -> None:
+        server, self.control = self.control, None
+        if server is not None:
+            self._viewers_seen = server.stream.subscribed_total
+            server.close()
+
+    def engine_info(self) -> dict[str, Any]:
+        """Where this run's engine ran: its pid, the process that owns it (a TUI), how many viewers subscribed.
+
+        `viewers` counts every viewer there has been; `viewers_now` those subscribed now (0 once the run ended).
+        """
+        control = self.control
+        viewers = control.stream.subscribed_total if control is not None else self._viewers_seen
+        viewers_now = control.stream.subscribers if control is not None else 0
+        return {"pid": os.getpid(), "owner_pid": self.owner_pid, "viewers": viewers, "viewers_now": viewers_now}
+
+    # -- the neighbour watch --------------------------------------------------------------
+    def start_watch(self, device: DeviceInfo | None, own_pids: Iterable[int] = ()) -> NeighbourWatch:
+        """Who else uses `device` and the host; the trees of this process, its owner and `own_pids` are the run's."""
+        watch = NeighbourWatch(device, [*watch_roots(self.owner_pid), *own_pids])
+        watch.on_update = self.state.on_neighbours
+        watch.start()
+        self.watch = watch
+        return watch
+
+    def stop_watch(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
+
+    # -- the record -----------------------------------------------------------------------
+    def report(self, state: str, exit_code: int) -> dict[str, Any]:
+        """The report as it stands, in `state` with `exit_code` (the same JSON as report.json)."""
+        report = build_report(self.snapshot, self.state.summary(state=state, exit_code=exit_code))
+        report["engine"] = self.engine_info()
+        return report
+
+    def export_report(self, report: dict[str, Any]) -> Path:
+        """`report` written beside the record (the TUI's `e`); the run goes on."""
+        return self.writer.write_export(report, published=self.state.published)
+
+    def close_record(
+        self, report: dict[str, Any] | None, *, state: str, exit_code: int, drain_s: float | None = None
+    ) -> dict[str, Any] | None:
+        """Write report.json and the manifest's ending; returns what was written (None where nothing could be).
+
+        With `drain_s` (a second signal's ending, the process about to leave) the samples get that long to
+        drain, and the manifest carries no `error` (the newest snapshot says what there is).
+        """
+        snapshot = self.snapshot
+        error = self.state.error
+        extra: dict[str, Any] = (
+            {"error": str(error) if error is not None else None} if drain_s is None else {"drain_s": drain_s}
+        )
+        return self.writer.close(
+            report,
+            state=state,
+            exit_code=exit_code,
+            published=self.state.published,
+            device=snapshot.device,
+            devices=list(self.state.devices),
+            **extra,  # `error`: a viewer says it when no sample could carry it
+        )
+
+    def log_traceback(self) -> Path | None:
+        """The exception being handled, appended to the session's log (a gputop bug: keep it); the log.
+
+        None when the log cannot be written (a full disk): the error being handled must still end the
+        run as an error, not be replaced by this one on the way.
+        """
+        log = self.session_dir / "session.log"
+        try:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(traceback.format_exc())
+        except OSError:
+            return None
+        return log
+
+    @property
+    def snapshot(self) -> RunSnapshot:
+        return self.state.snapshot
+
+    @property
+    def record_error(self) -> str | None:
+        """Why the session's record is incomplete (samples.jsonl, report.json or the manifest not written)."""
+        return self.writer.record_error

@@ -1,0 +1,29 @@
+"""The state of one run: `RunState`, the only code that changes it, and its parts, one per concern.
+
+`RunState` (in `run_state`) is what a run's producers report to: Session's
+flows, its memory sampler and neighbour watch now, and any other source of a
+run later. It owns one lock and the state parts below; each part holds one
+concern's mutable data, is changed only by RunState under that lock, and
+builds its own piece of every `RunSnapshot` (`fields()`, a TypedDict whose
+keys are the snapshot's own, so the snapshot's JSON stays flat) and, where it
+has one, of the run's `RunSummary` (`summary_fields()`):
+
+- `lifecycle`: the state and since when, the phases' seconds, the error;
+- `log`: the newest events and the count of errors;
+- `module`: the function, its result types, the compiler's diagnostics;
+- `devices`: the run's devices, their names in the module, the affinity analysis;
+- `calls`: the call timers and the samples a comparison needs;
+- `memory`: the newest sample, the sparkline's history, the peaks;
+- `profile`: profile and counters passes and the Kernels table they make;
+- `captures`: RenderDoc's captures and status;
+- `parameters`: the parameters' load as it runs;
+- `neighbours`: who else uses the GPU and the host, now and over the calls;
+- `outcome`: what the run produced besides snapshots (`RunOutcome`).
+"""
+
+from __future__ import annotations
+
+from gputop.core.run.state.outcome import RunOutcome
+from gputop.core.run.state.run_state import PUBLISH_INTERVAL_S, RunState, Subscriber
+
+__all__ = ["PUBLISH_INTERVAL_S", "RunOutcome", "RunState", "Subscriber"]

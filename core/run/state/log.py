@@ -1,0 +1,43 @@
+"""The run's log: its newest events, numbered, and how many errors it has said since the start.
+
+A state part (see `gputop.core.run.state`): RunState holds it and changes it
+under its lock only; `fields()` is its piece of every snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TypedDict
+
+from gputop.core.records.progress import Event
+
+__all__ = ["EVENTS_KEPT", "EVENTS_PUBLISHED", "LogFields", "LogState"]
+
+EVENTS_KEPT = 200
+EVENTS_PUBLISHED = 50  # a snapshot carries the newest; their seq numbers let readers skip the ones seen
+
+
+class LogFields(TypedDict):
+    """The snapshot's fields this part fills."""
+
+    events: tuple[Event, ...]
+    errors: int
+
+
+class LogState:
+    """The newest EVENTS_KEPT events, numbered from 1, and the count of error events (which outlives them)."""
+
+    def __init__(self) -> None:
+        self.events: deque[Event] = deque(maxlen=EVENTS_KEPT)
+        self.seq = 0
+        self.errors = 0
+
+    def add(self, level: str, message: str, log_path: str | None = None) -> None:
+        """A line for the log (info, warning, error)."""
+        self.seq += 1
+        self.events.append(Event(self.seq, level, message, log_path))
+        if level == "error":
+            self.errors += 1
+
+    def fields(self) -> LogFields:
+        return LogFields(events=tuple(self.events)[-EVENTS_PUBLISHED:], errors=self.errors)

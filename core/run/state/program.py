@@ -1,0 +1,94 @@
+"""A watched program's part of the run: its functions' call timers and what was seen of the process.
+
+A state part (see `gputop.core.run.state`): RunState holds it and changes it
+under its lock only; `fields()` is its piece of every snapshot
+(`RunSnapshot.program`). A program calls many functions where a gputop run
+calls one, so each function has the `CallTimer` a gputop run uses, and the
+busiest one's timer is the run's `calls` (its samples are what `gputop
+compare` tests). The watcher inside the program times each call with the
+program's monotonic clock, the engine's `time.perf_counter` on Linux, so the
+end stamps line up with the engine's and calls/s over the last seconds holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TypedDict
+
+from gputop.core.call_times import CallTimer
+from gputop.core.records.program import FunctionCalls, ProgramView
+
+__all__ = ["ProgramFields", "ProgramState", "split_function"]
+
+
+class ProgramFields(TypedDict):
+    """The snapshot's fields this part fills."""
+
+    program: ProgramView | None
+
+
+def split_function(qualified: str) -> tuple[str, str]:
+    """`module.function` into its two names; a name with no module keeps an empty module."""
+    module, dot, name = qualified.rpartition(".")
+    return (module, name) if dot else ("", qualified)
+
+
+@dataclass(eq=False)
+class ProgramState:
+    """None of it until a program is watched; then its view and one timer per function."""
+
+    view: ProgramView | None = None
+    timers: dict[str, CallTimer] = field(default_factory=dict)
+    total: int = 0
+
+    def add_calls(self, calls: list[object]) -> int:
+        """`[["module.function", end_s, duration_s], ...]`; returns how many were taken (a bad row is skipped)."""
+        taken = 0
+        for row in calls:
+            if not isinstance(row, list | tuple) or len(row) < 3:
+                continue
+            qualified, end_s, duration_s = row[0], row[1], row[2]
+            if not isinstance(qualified, str) or not isinstance(end_s, int | float):
+                continue
+            if not isinstance(duration_s, int | float) or duration_s < 0:
+                continue
+            timer = self.timers.get(qualified)
+            if timer is None:
+                timer = self.timers[qualified] = CallTimer()
+            timer.add(float(duration_s), ended_at=float(end_s))
+            taken += 1
+        self.total += taken
+        return taken
+
+    def busiest(self) -> tuple[str, CallTimer] | None:
+        """The most called function and its timer; None before any call."""
+        if not self.timers:
+            return None
+        return max(self.timers.items(), key=lambda item: item[1].count)
+
+    def functions(self, now: float | None = None) -> tuple[FunctionCalls, ...]:
+        """One row per function, the busiest first."""
+        rows = []
+        for qualified, timer in self.timers.items():
+            module, name = split_function(qualified)
+            stats = timer.snapshot(now)
+            rows.append(
+                FunctionCalls(
+                    module=module,
+                    name=name,
+                    count=stats.count,
+                    p50_ms=stats.p50_ms,
+                    p95_ms=stats.p95_ms,
+                    max_ms=stats.max_ms,
+                    mean_ms=stats.mean_ms,
+                    calls_per_s=stats.calls_per_s,
+                    recent_calls_per_s=stats.recent_calls_per_s,
+                )
+            )
+        rows.sort(key=lambda row: (-row.count, row.module, row.name))
+        return tuple(rows)
+
+    def fields(self) -> ProgramFields:
+        if self.view is None:
+            return ProgramFields(program=None)
+        return ProgramFields(program=replace(self.view, functions=self.functions()))

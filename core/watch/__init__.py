@@ -1,0 +1,16 @@
+"""The machine beside a run: NVML, and the watchers that read the machine on threads of their own.
+
+A run's times and memory mean little without what the machine did meanwhile.
+`nvml.py` finds the NVIDIA GPUs and reads their memory; every watcher is a
+`Watcher` (`watcher.py`: a look every period on a daemon thread, stopped by an
+event, results to a callback): `memory.py` samples the allocators, devices and
+host memory, `neighbours.py` who else used the GPU and the host, `clocks.py`
+the GPU's clocks around a profile pass (and the warm-up before it). They read
+the machine, never the run, and hand back frozen values.
+"""
+
+from __future__ import annotations
+
+from gputop.core.watch.watcher import Watcher
+
+__all__ = ["Watcher"]

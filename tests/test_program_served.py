@@ -1,0 +1,100 @@
+"""`gputop serve -- CMD`: a user's program watched with no viewer; attach, /metrics and `gputop.watch()` on it.
+
+The program is a real one written for the tests (tests/programs/), run from an
+environment without gputop; the engine beside it publishes what every other
+run publishes, so the TUI's AttachSource (through Textual's Pilot) and the
+Prometheus page read it as they read any served run.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from program_env import PROGRAMS
+from tui_pilot import wait_for
+
+from conftest import end_child, poll, spawn_gputop
+from gputop.core.serving.control_socket import ControlUnavailable, ask
+
+
+def hello(folder: Path) -> dict[str, object] | None:
+    try:
+        return ask(folder, "hello")
+    except ControlUnavailable:
+        return None
+
+
+async def test_a_served_program_is_attached_to_and_scraped(
+    tmp_path: Path, program_python: Path, program_assets: tuple[Path, Path]
+) -> None:
+    from gputop.tui.app import GputopApp
+    from gputop.tui.bridge import AttachSource
+    from gputop.tui.panes.header import HeaderBar
+    from gputop.tui.panes.log import LogPane
+    from gputop.tui.panes.run import RunPane
+
+    vmfb, irpa = program_assets
+    folder = tmp_path / "served"
+    program = [str(program_python), str(PROGRAMS / "hold_results.py"), str(vmfb), str(irpa), "100000"]
+    child = spawn_gputop("serve", "--metrics-port", "0", "--session-dir", str(folder), "--", *program)
+    try:
+        said = child.stderr.readline() if child.stderr else ""  # type: ignore[union-attr]
+        assert "serving metrics at http://127.0.0.1:" in said, said
+        url = said.split("serving metrics at ")[1].split()[0]
+        poll(lambda: (hello(folder) or {}).get("state") == "running", timeout=120, every=0.2)
+        app = GputopApp(AttachSource(folder))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(
+                pilot,
+                lambda: app.snapshot is not None and app.snapshot.program is not None and app.snapshot.calls.count > 0,
+                timeout=60,
+            )
+            await wait_for(pilot, lambda: "mlp.main" in str(app.query_one(RunPane).query_one("#run-calls").render()))
+            header = str(app.query_one(HeaderBar).render())
+            assert "watching" in header and "hold_results.py" in header
+            await pilot.press("p")
+            await wait_for(
+                pilot,
+                lambda: (
+                    "profile: IREE's Python bindings open no profile sink on local-task"
+                    in "\n".join(app.query_one(LogPane).messages)
+                ),
+                timeout=30,
+            )
+            await wait_for(pilot, lambda: app.snapshot.program.growth is not None, timeout=60)  # type: ignore[union-attr]
+            await pilot.press("q")
+            await pilot.pause(0.3)
+        page = urllib.request.urlopen(url, timeout=10).read().decode()
+        calls = [line for line in page.splitlines() if line.startswith("gputop_calls_total")]
+        assert calls and float(calls[0].split()[-1]) > 0, page[:2000]
+        assert child.poll() is None, "leaving the viewer leaves the program running"
+    finally:
+        stderr = end_child(child, signal.SIGTERM)
+    assert child.returncode == 128 + signal.SIGTERM, stderr
+    report = json.loads((folder / "report.json").read_text())
+    assert report["program"]["ended"] == "signal" and report["program"]["ended_line"] == "SIGTERM"
+    assert report["memory"]["growth"]["bytes_per_call"] == 32 * 512 * 4
+    assert "Traceback" not in stderr
+
+
+def test_gputop_watch_inside_a_program_makes_the_same_session(program_assets: tuple[Path, Path]) -> None:
+    """`import gputop; gputop.watch()` in a program gputop did not start (it runs in gputop's own environment)."""
+    vmfb, irpa = program_assets
+    proc = subprocess.run(
+        [sys.executable, str(PROGRAMS / "watch_inside.py"), str(vmfb), str(irpa), "150"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    own = json.loads(proc.stdout.strip().splitlines()[-1])
+    folder = Path(own["session"])
+    assert f"gputop: watching this program: gputop attach {folder}" in proc.stderr
+    report = poll(lambda: json.loads((folder / "report.json").read_text()), timeout=60, every=0.2)
+    assert report["functions"][0]["count"] == own["calls"] == 150
+    assert report["program"]["pid"] == own["pid"] and report["program"]["ended"] == "exited"

@@ -1,0 +1,157 @@
+"""What a watched program's run says: `gputop run -- CMD`'s closing text and the Run pane's function rows.
+
+Built from the report's JSON (`program`, `functions`, `parameters`, `memory`,
+`hints`) and from `to_json` of the live `ProgramView`, so the printout, the
+TUI and a script reading `--json` say the same numbers.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gputop.tui.bridge import human_bytes, ms, seconds
+
+__all__ = [
+    "ended_text",
+    "function_rows",
+    "held_line",
+    "program_calls_text",
+    "program_report_text",
+    "program_title",
+]
+
+FUNCTION_HEADER = ("function", "calls", "/s", "p50", "p95", "max")
+PANE_NAME = 16  # the Run pane is narrow: a function's name is cut to this, the report keeps it whole
+
+
+def program_title(program: Mapping[str, Any], width: int = 100) -> str:
+    """`python app.py (pid 123)`, cut to `width`, and `+N processes` where others used IREE too."""
+    command = shlex.join(program.get("command") or [])
+    if len(command) > width:
+        command = command[: max(width - 1, 8)] + "…"
+    pid = program.get("pid")
+    text = f"{command} (pid {pid})" if pid else command
+    others = program.get("others") or program.get("other_processes") or 0
+    if others:
+        text += f" +{others} more process{'es' if others > 1 else ''}"
+    return text
+
+
+def ended_text(program: Mapping[str, Any]) -> str:
+    """`exited 0`, `raised: ValueError: bad`, `killed by SIGKILL (exit 137)`, or `running`."""
+    ended = program.get("ended")
+    code = program.get("exit_code")
+    line = program.get("ended_line")
+    if ended is None:
+        return "running"
+    if ended == "signal":
+        return f"killed by {line} (exit {code})"
+    if ended == "raised":
+        return f"raised: {line} (exit {code})"
+    return f"exited {code}"
+
+
+def function_rows(functions: Sequence[Mapping[str, Any]], *, live: bool, limit: int | None = None) -> list[list[str]]:
+    """One row per function, the busiest first: name, calls, calls/s (now while live), p50, p95, max."""
+    rows = []
+    for row in functions[:limit] if limit else functions:
+        rate = row.get("recent_calls_per_s") if live else row.get("calls_per_s")
+        name = f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
+        rows.append(
+            [
+                name,
+                str(row.get("count", 0)),
+                f"{rate:.1f}" if rate else "-",
+                ms(row.get("p50_ms")),
+                ms(row.get("p95_ms")),
+                ms(row.get("max_ms")),
+            ]
+        )
+    return rows
+
+
+def held_line(held: Mapping[str, Any] | None, growth: Mapping[str, Any] | None) -> str | None:
+    """`held results 200 (3.1 MiB); grows 16.0 KiB per call since call 3 (held results)`, or None."""
+    parts = []
+    if held and held.get("count"):
+        parts.append(f"held results {held['count']} ({human_bytes(held.get('bytes'))})")
+    if growth:
+        parts.append(
+            f"grows {human_bytes(growth['bytes_per_call'])} per call since call {growth['since_call']} "
+            f"({growth['source']})"
+        )
+    return "; ".join(parts) if parts else None
+
+
+PANE_FUNCTIONS = 6  # rows the Run pane shows; the report lists every function
+
+
+def program_calls_text(program: Mapping[str, Any], *, live: bool) -> str:
+    """The Run pane's calls for a watched program: one row per function (the busiest first), held results."""
+    functions = program.get("functions") or []
+    if not functions:
+        return "no calls yet: the program has not called a function\n(the Log shows its devices, loads, contexts)"
+    rows = [["function", "calls", "/s", "p50 ms", "p95 ms"]]
+    for row in function_rows(functions, live=live, limit=PANE_FUNCTIONS):
+        name = row[0] if len(row[0]) <= PANE_NAME else row[0][: PANE_NAME - 1] + "…"
+        rows.append([name, *row[1:5]])
+    lines = _table(rows, indent="")
+    if len(functions) > PANE_FUNCTIONS:
+        lines.append(f"+{len(functions) - PANE_FUNCTIONS} more functions (gputop report)")
+    held = held_line(program.get("held"), program.get("growth"))
+    if held:
+        lines.append(held)
+    return "\n".join(lines).replace(" ms", "")  # the pane's column says ms once, in its header
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        indent + "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
+        for row in rows
+    ]
+
+
+def program_report_text(report: Mapping[str, Any]) -> str:
+    """The closing text of `gputop run -- CMD` (on stderr: the program's own stdout stays its own)."""
+    program = report.get("program") or {}
+    lines = [f"program   {program_title(program)} {ended_text(program)}"]
+    if program.get("python") or program.get("iree"):
+        lines.append(f"python    {program.get('python') or '?'}, iree.runtime {program.get('iree') or '?'}")
+    phases = report.get("phases") or {}
+    said = [
+        f"{label} {seconds(phases.get(key))}"
+        for label, key in (
+            ("module load", "load_s"),
+            ("parameters", "parameters_s"),
+            ("context", "context_s"),
+            ("first call", "first_call_s"),
+        )
+        if phases.get(key) is not None
+    ]
+    if said:
+        lines.append("phases    " + "  ".join(said))
+    params = report.get("parameters") or {}
+    if params.get("bytes"):
+        mode = f" ({params['mode']})" if params.get("mode") else ""
+        through = f" through {params['through']}" if params.get("through") else ""
+        lines.append(
+            f"params    {human_bytes(params['bytes'])} by {params.get('api') or '?'}{mode}{through}, "
+            f"{seconds(params.get('seconds'))}"
+        )
+    functions = report.get("functions") or []
+    if functions:
+        lines.append("functions")
+        lines.extend(_table([list(FUNCTION_HEADER), *function_rows(functions, live=False)]))
+    memory = report.get("memory") or {}
+    held = held_line(memory.get("held"), memory.get("growth"))
+    if held:
+        lines.append(f"memory    {held}")
+    hints = report.get("hints") or []
+    if hints:
+        lines.append("hints")
+        lines.extend(f"  ! {hint}" for hint in hints)
+    lines.append(f"session   {report.get('session_dir')}")
+    return "\n".join(lines)

@@ -1,0 +1,234 @@
+"""A run's report in plain text: what `gputop run` prints at its end and `gputop report` prints of a past run.
+
+It is written from the same JSON dictionary `--json` writes, so what a person
+reads and what a script parses can never disagree. One function per section,
+in the order `SECTIONS` lists them; a section the run has nothing for says
+nothing. Every number is written by the engine's units, as the TUI's panes
+write it, so `gputop report` and the TUI agree too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gputop.tui.bridge import (
+    check_tolerances,
+    fixed,
+    gbps,
+    human_bytes,
+    ms,
+    ms_fixed,
+    neighbours_lines,
+    seconds,
+    unchecked_outputs,
+)
+from gputop.tui.text.affinity import affinity_table
+from gputop.tui.text.counters import counters_lines
+from gputop.tui.text.kernels import kernels_lines
+from gputop.tui.text.parameters import parameter_stages_line
+
+__all__ = ["PHASES", "SECTIONS", "run_report"]
+
+Report = dict[str, Any]
+
+# The run phases in run order, as (label, report key); the Run pane shows the same.
+PHASES = (
+    ("compile", "compile_s"),
+    ("load", "load_s"),
+    ("parameters", "parameters_s"),
+    ("context", "context_s"),
+    ("first call", "first_call_s"),
+    ("teardown", "teardown_s"),
+)
+
+
+def run_report(report: Report) -> str:
+    """The report's sections, one line or more each, in reading order."""
+    return "\n".join(line for section in SECTIONS for line in section(report))
+
+
+def heading_lines(report: Report) -> list[str]:
+    """What ran where, how it ended, and how long each phase took."""
+    dev = report.get("device") or {}
+    phases = report["phases"]
+    return [
+        f"gputop run {report['target']}  function {report.get('function') or '-'}",
+        f"device    {dev.get('id', '-')}  {dev.get('name', '')}",
+        f"state     {report['state']}" + (f"  ({report['error']})" if report.get("error") else ""),
+        *([f"note      {report['rebuilt']}"] if report.get("rebuilt") else []),
+        "phases    "
+        + ("" if phases.get("import_s") is None else f"import {seconds(phases['import_s'])}  ")
+        + "  ".join(f"{name} {seconds(phases.get(key))}" for name, key in PHASES),
+    ]
+
+
+def module_lines(report: Report) -> list[str]:
+    """The module that ran, and whether the compile cache answered."""
+    compiled = report.get("compile") or {}
+    if not compiled.get("vmfb"):
+        return []
+    how = "cache hit" if compiled.get("cache_hit") else "compiled"
+    return [f"module    {compiled['vmfb']} ({how})"]
+
+
+def parameters_lines(report: Report) -> list[str]:
+    """The parameters' load: its bytes, time and rate, and where the streamed loader's time went."""
+    params = report.get("parameters") or {}
+    lines = []
+    if params.get("bytes") is not None and params.get("zero_copy"):
+        lines.append(f"params    {human_bytes(params['bytes'])} mapped in place by {params.get('mode')} (zero copy)")
+    elif params.get("bytes") is not None:
+        rate = f", {gbps(params['gbps'])}" if params.get("gbps") else ""
+        lines.append(
+            f"params    {human_bytes(params['bytes'])} in {seconds(params.get('seconds'))}{rate} "
+            f"by {params.get('mode')} from {len(params.get('files') or [])} file(s)"
+        )
+    if params.get("stages"):
+        lines.append(f"stages    {parameter_stages_line(params['stages'])}")
+    return lines
+
+
+def calls_lines(report: Report) -> list[str]:
+    """The synced calls' count, percentiles and rate."""
+    calls = report["calls"]
+    if not calls.get("count"):
+        return []
+    rate = calls.get("calls_per_s")
+    return [
+        f"calls     {calls['count']} synced  min {ms(calls['min_ms'])}  p50 {ms(calls['p50_ms'])}"
+        f"  p95 {ms(calls['p95_ms'])}  max {ms(calls['max_ms'])}" + (f"  ({fixed(rate)} calls/s)" if rate else "")
+    ]
+
+
+def neighbours_during_run(report: Report) -> list[str]:
+    """Who else used the host and the GPU while the run called."""
+    return neighbours_lines(report.get("neighbours"))
+
+
+def enqueue_lines(report: Report) -> list[str]:
+    """How long the enqueues took to return, against the synced calls."""
+    enqueue = report.get("enqueue")
+    if not enqueue or not enqueue.get("count"):
+        return []
+    return [
+        f"enqueue   p50 {ms(enqueue['p50_ms'])} for the enqueues to return, vs p50 {ms(report['calls'].get('p50_ms'))} "
+        "synced: the difference is work still queued when enqueue returns"
+    ]
+
+
+def stages_lines(report: Report) -> list[str]:
+    """A two-stage demo's stages, synced and not: where an unsynced stage's work lands."""
+    stages = report.get("stages")
+    if not stages:
+        return []
+    return [
+        f"stages    A alone {ms_fixed(stages['a_synced_ms'], 2)}, B alone {ms_fixed(stages['b_synced_ms'], 2)}, "
+        f"A then B {ms_fixed(stages['a_then_b_synced_ms'], 2)} (one sync at the end)",
+        f"          unsynced: A 'takes' {ms_fixed(stages['a_enqueue_only_ms'])}, then B 'takes' "
+        f"{ms_fixed(stages['b_after_unsynced_a_ms'], 2)} (A's work lands on B, the stage that syncs); "
+        f"device: A {ms_fixed(stages['a_kernel_ms'], 2)}, B {ms_fixed(stages['b_kernel_ms'], 2)}",
+    ]
+
+
+def memory_lines(report: Report) -> list[str]:
+    """Each device's pools (live and peak) and what the driver saw used, then the host's RSS peak."""
+    memory = report.get("memory") or {}
+    lines = []
+    for row in memory.get("devices", []):
+        pools = ", ".join(
+            f"{p['memory_type']} live {human_bytes(p['live_bytes'])} peak {human_bytes(p['peak_bytes'])}"
+            for p in row.get("pools", [])
+            if p["peak_bytes"] or p["allocated_bytes"]
+        )
+        device_line = ""
+        if row.get("device_used_bytes") is not None:
+            device_line = (
+                f"  device {human_bytes(row['device_used_bytes'])} / "
+                f"{human_bytes(row.get('device_total_bytes'))} ({row.get('source')})"
+            )
+        lines.append(f"memory    {row['device_id']}: {pools or 'no allocations seen'}{device_line}")
+    if memory.get("host_rss_peak_bytes"):
+        lines.append(f"host      RSS peak {human_bytes(memory['host_rss_peak_bytes'])}")
+    return lines
+
+
+def outputs_lines(report: Report) -> list[str]:
+    """Each output's shape and type, and its mean, min and max where they were taken."""
+    lines = []
+    for output in report.get("outputs", []):
+        shape = "x".join(str(d) for d in output["shape"]) or "scalar"
+        stats = ""
+        if output.get("mean") is not None:
+            stats = f"  mean {output['mean']:.4g}  min {output['min']:.4g}  max {output['max']:.4g}"
+        lines.append(f"output {output['index']}  {shape} {output['dtype']}{stats}")
+    return lines
+
+
+def check_lines(report: Report) -> list[str]:
+    """The output check's verdict, its errors and tolerances, and the outputs it could not check."""
+    check = report.get("check")
+    if not check:
+        return []
+    verdict = "PASSED" if check["passed"] else "FAILED"
+    tolerances = check.get("tolerances") or []
+    unchecked = check.get("unchecked") or []
+    applied = f", {check_tolerances(tolerances)}" if tolerances else ""
+    lines = [
+        f"check     {verdict} against {check['reference']} "
+        f"(max abs err {check['max_abs_err']:.3g}, max rel err {check['max_rel_err']:.3g}{applied})"
+    ]
+    if unchecked:
+        lines.append(f"check     {unchecked_outputs(unchecked, len(tolerances) + len(unchecked))}")
+    return lines
+
+
+def captures_lines(report: Report) -> list[str]:
+    """The RenderDoc captures the run made."""
+    return [
+        f"capture   {capture['path']} ({capture['bytes']} bytes, {capture['dispatches']} dispatches, "
+        f"{capture['calls']} call(s), {capture['api']})"
+        for capture in report.get("captures") or []
+    ]
+
+
+def exports_lines(report: Report) -> list[str]:
+    """A multi-device run's exports: where each was produced and exported, and what moved."""
+    if not report.get("exports"):
+        return []
+    table = affinity_table(report["exports"], report.get("transfers", []), report.get("device_names") or {})
+    return ["exports", *("  " + line for line in table.splitlines())]
+
+
+def diagnostics_lines(report: Report) -> list[str]:
+    """The compiler's and the run's diagnostics, one line each."""
+    return [
+        f"{diag['severity']:9s} {diag.get('location') or ''} {diag['message']}".rstrip()
+        for diag in report.get("diagnostics", [])
+    ]
+
+
+def session_lines(report: Report) -> list[str]:
+    """Where the run's record is."""
+    return [f"session   {report['session_dir']}"]
+
+
+# The report's sections in reading order: each takes the report and says nothing when it has nothing.
+SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
+    heading_lines,
+    module_lines,
+    parameters_lines,
+    calls_lines,
+    neighbours_during_run,
+    enqueue_lines,
+    stages_lines,
+    memory_lines,
+    outputs_lines,
+    check_lines,
+    kernels_lines,
+    counters_lines,
+    captures_lines,
+    exports_lines,
+    diagnostics_lines,
+    session_lines,
+)
