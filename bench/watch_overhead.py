@@ -18,10 +18,12 @@ import argparse
 import json
 import os
 import shlex
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from program_env import PROGRAMS, make_program_env  # noqa: E402
+from program_env import INJECT, PROGRAMS, make_program_env  # noqa: E402
 
 __all__: list[str] = []
 
@@ -41,8 +43,44 @@ def own_figures(stdout: str) -> dict[str, Any]:
     return json.loads(lines[-1])
 
 
+class AgentSink:
+    """A socket the watcher streams to, read and dropped on a thread: the watcher's own cost, without an engine."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="watch-sink-"))
+        self.path = self.folder / "agent.sock"
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(self.path))
+        self.server.listen(8)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._drop, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _drop(conn: socket.socket) -> None:
+        with conn:
+            while conn.recv(1 << 20):
+                pass
+
+    def close(self) -> None:
+        self.server.close()
+
+
 def run_once(
-    python: Path, args: list[str], watched: bool, state: Path, program_path: str | None = None
+    python: Path,
+    args: list[str],
+    watched: bool,
+    state: Path,
+    program_path: str | None = None,
+    gputop_args: tuple[str, ...] = (),
+    agent_only: bool = False,
+    inject: Path = INJECT,
 ) -> dict[str, Any]:
     program = [str(python), str(PROGRAMS / "load_and_call.py"), *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
@@ -53,9 +91,21 @@ def run_once(
         keep = "${PYTHONPATH%%:*}:" if watched else ""
         program = ["sh", "-c", f"PYTHONPATH={keep}{program_path} exec {shlex.join([*program[:1], '-s', *program[1:]])}"]
     env["GPUTOP_STATE_DIR"] = str(state)
-    command = [sys.executable, "-m", "gputop.tui", "run", "--quiet", "--", *program] if watched else program
+    gputop = [sys.executable, "-m", "gputop.tui", "run", "--quiet", *gputop_args, "--"]
+    command = [*gputop, *program] if watched else program
+    sink = None
+    if watched and agent_only:
+        # The watcher alone: its stream read and dropped here, no engine (no NVML, no snapshots, no record).
+        sink = AgentSink()
+        command = program
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(inject), env.get("PYTHONPATH", "")) if p)
+        env["GPUTOP_WATCH_SOCKET"] = str(sink.path)
     started = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    finally:
+        if sink is not None:
+            sink.close()
     if proc.returncode != 0:
         raise SystemExit(f"{'watched' if watched else 'plain'} run failed ({proc.returncode}): {proc.stderr[-800:]}")
     figures = own_figures(proc.stdout)
@@ -73,6 +123,13 @@ def main() -> None:
     parser.add_argument("--irpa")
     parser.add_argument("--python", help="the program's python (default: a venv without gputop, made here)")
     parser.add_argument("--program-path", help="the program's PYTHONPATH (its own runtime folder, on a GPU machine)")
+    parser.add_argument("--gputop-arg", action="append", default=[], help="an option for gputop run (repeatable)")
+    parser.add_argument(
+        "--agent-only", action="store_true", help="watched = the watcher alone, its stream dropped (no engine)"
+    )
+    parser.add_argument(
+        "--inject", type=Path, default=INJECT, help="with --agent-only: the watcher's folder (another version of it)"
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="watch-overhead-"))
@@ -86,7 +143,19 @@ def main() -> None:
     rounds = []
     for i in range(args.rounds):
         order = (False, True) if i % 2 == 0 else (True, False)
-        got = {watched: run_once(python, program_args, watched, work / "state", args.program_path) for watched in order}
+        got = {
+            watched: run_once(
+                python,
+                program_args,
+                watched,
+                work / "state",
+                args.program_path,
+                gputop_args=tuple(args.gputop_arg),
+                agent_only=args.agent_only,
+                inject=args.inject,
+            )
+            for watched in order
+        }
         plain, watched = got[False], got[True]
         row = {
             "round": i,
@@ -110,6 +179,8 @@ def main() -> None:
         "calls": args.calls,
         "rounds": args.rounds,
         "style": args.style,
+        "gputop_args": args.gputop_arg,
+        "agent_only": args.agent_only,
         "p50_ratio_median": statistics.median(r["p50_ratio"] for r in rounds),
         "p95_ratio_median": statistics.median(r["p95_ratio"] for r in rounds),
         "date": time.strftime("%Y-%m-%d"),

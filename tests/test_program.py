@@ -89,7 +89,7 @@ def test_a_program_is_watched_in_either_import_style(
 
 def test_a_program_that_holds_every_result_is_flagged(program_python: Path, program_assets: tuple[Path, Path]) -> None:
     vmfb, irpa = program_assets
-    proc, report, _ = watch(program_python, "hold_results.py", str(vmfb), str(irpa), "300", "--sleep-ms", "5")
+    proc, report, _ = watch(program_python, "hold_results.py", str(vmfb), str(irpa), "600", "--sleep-ms", "5")
     assert proc.returncode == 0, proc.stderr
     own = own_figures(proc)
     assert report is not None

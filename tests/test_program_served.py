@@ -98,3 +98,34 @@ def test_gputop_watch_inside_a_program_makes_the_same_session(program_assets: tu
     report = poll(lambda: json.loads((folder / "report.json").read_text()), timeout=60, every=0.2)
     assert report["functions"][0]["count"] == own["calls"] == 150
     assert report["program"]["pid"] == own["pid"] and report["program"]["ended"] == "exited"
+
+
+async def test_web_attaches_to_a_served_program(
+    tmp_path: Path, program_python: Path, program_assets: tuple[Path, Path]
+) -> None:
+    """`gputop web --attach` on `gputop serve -- CMD`: a browser's screen shows the program's function rows."""
+    import aiohttp
+    from web_client import Viewer, words
+
+    from conftest import free_port
+
+    vmfb, irpa = program_assets
+    folder = tmp_path / "served"
+    program = [str(program_python), str(PROGRAMS / "load_and_call.py"), str(vmfb), str(irpa), "1000000"]
+    served = spawn_gputop("serve", "--metrics-port", "0", "--quiet", "--session-dir", str(folder), "--", *program)
+    web = None
+    try:
+        poll(lambda: (hello(folder) or {}).get("state") == "running", timeout=120, every=0.2)
+        port = free_port()
+        web = spawn_gputop("web", "--port", str(port), "--attach", str(folder))
+        url = f"ws://127.0.0.1:{port}/ws?width=120&height=40"
+        poll(lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).status == 200, timeout=60)
+        async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
+            viewer = Viewer(ws)
+            assert await viewer.panes_shown()
+            assert await viewer.read_until(lambda v: "mlp.main" in words(v.screen) and "watching" in words(v.screen))
+    finally:
+        if web is not None:
+            end_child(web)
+        stderr = end_child(served, signal.SIGTERM)
+    assert "Traceback" not in stderr

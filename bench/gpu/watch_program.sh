@@ -7,8 +7,11 @@
 # linked into a folder on its PYTHONPATH, gputop's watcher folder first (as gputop puts it).
 # 1. Here (the CPU machine): python bench/prepare_watch_bundle.py .device/watch
 # 2. There: carry .whl .whl-cuda .gl .device, then: source bench/gpu/setup.sh && bash bench/gpu/watch_program.sh
-# Results: $OUT/watch_program/ (log.txt, *.json, the screenshot), packed by bench/gpu/pack.sh.
+# Results: $OUT/watch_program/ (log.txt, *.json, the screenshots), packed by bench/gpu/pack.sh.
+# WATCH_STEPS picks steps (default: runs overhead tui test); WATCH_CALLS and WATCH_ROUNDS size the overhead rounds.
 set -u
+STEPS=" ${WATCH_STEPS:-runs overhead tui test} "
+step() { [[ "$STEPS" == *" $1 "* ]]; }
 source bench/gpu/setup.sh > /dev/null
 results_folder watch_program
 D=.device/watch
@@ -31,6 +34,7 @@ watch_run() {  # NAME GPUTOP-OPTIONS -- PROGRAM ARGS
   log "exit $?; the program's own line: $(tail -1 "$OUT_DIR/$name.stdout")"
   tail -25 "$OUT_DIR/$name.stderr" | tee -a "$OUT_DIR/log.txt"
 }
+if step runs; then
 watch_run cuda -- load_and_call.py $D/model_cuda.vmfb $D/model.irpa 3000 --device cuda
 watch_run cuda_from -- load_and_call.py $D/model_cuda.vmfb $D/model.irpa 3000 --device cuda --style from
 watch_run cuda_profile --profile -- load_and_call.py $D/model_cuda.vmfb $D/model.irpa 3000 --device cuda
@@ -44,15 +48,34 @@ PY
 watch_run vulkan --profile -- load_and_call.py $D/model_vulkan.vmfb $D/model.irpa 3000 --device vulkan
 watch_run cuda_hold -- hold_results.py $D/model_cuda.vmfb $D/model.irpa 400 --device cuda --sleep-ms 2
 watch_run cuda_params_host -- host_memory_params.py $D/model_cuda.vmfb $D/model.irpa 200 --device cuda
-log "== the program's own p50/p95, with and without gputop (CUDA, alternating rounds)"
-timeout 420 python3 bench/watch_overhead.py --device cuda --calls 3000 --rounds 6 --python python3 \
-  --program-path "$RT" --vmfb $D/model_cuda.vmfb --irpa $D/model.irpa --json "$OUT_DIR/watch_overhead_cuda.json" \
-  2>&1 | tee -a "$OUT_DIR/log.txt"
-log "== the TUI on the program (the real app, headless), CUDA, after p"
+fi
+overhead() {  # NAME [watch_overhead options]: the program's own p50/p95 with and without gputop, alternating
+  local name=$1; shift
+  log "== overhead ($name): the program's own p50/p95, with and without gputop (CUDA, alternating rounds)"
+  timeout 420 python3 bench/watch_overhead.py --device cuda --calls "${WATCH_CALLS:-3000}" \
+    --rounds "${WATCH_ROUNDS:-6}" --python python3 \
+    --program-path "$RT" --vmfb $D/model_cuda.vmfb --irpa $D/model.irpa --json "$OUT_DIR/overhead_$name.json" "$@" \
+    2>&1 | tee -a "$OUT_DIR/log.txt"
+}
+if step overhead; then
+overhead default
+overhead agent_only --agent-only  # the watcher alone in the program, its stream dropped: no engine beside it
+fi
+if step overhead_nvml; then
+overhead sample_100ms --gputop-arg=--sample-interval --gputop-arg=0.1  # the engine reading NVML every 0.1 s
+fi
+if step tui; then
+log "== the TUI on the program (the real app, headless), CUDA after p, and Vulkan"
 timeout 200 python3 scripts/screenshots.py "$OUT_DIR/gputop-program-cuda.svg" --calls 2000 --profile \
   --program "$(program load_and_call.py $D/model_cuda.vmfb $D/model.irpa 200000 --device cuda)" 2>&1 | tail -5 \
   | tee -a "$OUT_DIR/log.txt"
+timeout 200 python3 scripts/screenshots.py "$OUT_DIR/gputop-program-vulkan.svg" --calls 500 \
+  --program "$(program hold_results.py $D/model_vulkan.vmfb $D/model.irpa 200000 --device vulkan)" 2>&1 | tail -5 \
+  | tee -a "$OUT_DIR/log.txt"
+fi
+if step test; then
 log "== pytest -m gpu tests/test_program_profile.py"
 GPUTOP_TEST_CUDA_ASSETS=$D timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_program_profile.py \
   2>&1 | tail -8 | tee -a "$OUT_DIR/log.txt"
+fi
 bash bench/gpu/pack.sh > /dev/null

@@ -43,10 +43,6 @@ class GrowthPoint:
     rss_bytes: int | None
 
 
-def _gbps(load: ProgramLoad) -> str:
-    return f", {load.bytes / load.seconds / 1e9:.2f} GB/s" if load.seconds > 0 and load.bytes else ""
-
-
 def host_memory_hints(loads: Sequence[ProgramLoad]) -> list[str]:
     """Parameters that went through the program's own memory where the file could have been handed over."""
     slow = [load for load in loads if load.kind == "parameters" and load.through == "host memory"]
@@ -56,7 +52,8 @@ def host_memory_hints(loads: Sequence[ProgramLoad]) -> list[str]:
     spent = sum(load.seconds for load in slow)
     apis = ", ".join(sorted({load.api for load in slow}))
     return [
-        f"parameters: {human_bytes(total)} went through host memory ({apis}, {seconds(spent)}{_gbps(slow[0])}); "
+        f"parameters: {human_bytes(total)} went through host memory ({apis}, {seconds(spent)} in IREE after the "
+        "program's own reads); "
         "hand IREE the file instead: ParameterIndex().load(path) maps it (mode='file_async' streams it), or "
         "load_from_file_handle(FileHandle.wrap_fd(fd), 'irpa'): no copy through Python"
     ]

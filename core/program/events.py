@@ -7,13 +7,15 @@ here that becomes a `DeviceInfo` and a `ProgramLoad`, and the Log's line for it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from gputop.core.records.program import ProgramLoad
 from gputop.core.snapshot import DeviceInfo
 from gputop.core.units import human_bytes, seconds
+from gputop.core.watch import nvml
 
-__all__ = ["GPU_DRIVERS", "PROVIDER_APIS", "device_from_event", "load_from_event", "load_line"]
+__all__ = ["GPU_DRIVERS", "PROVIDER_APIS", "device_from_event", "load_from_event", "load_line", "with_nvml_gpu"]
 
 GPU_DRIVERS = ("cuda", "vulkan", "hip", "metal")
 PROVIDER_APIS = ("create_provider", "create_io_parameters_module")  # hand loaded parameters on: no bytes move
@@ -33,6 +35,24 @@ def device_from_event(event: dict[str, Any], known: list[DeviceInfo]) -> DeviceI
         kind="gpu" if driver in GPU_DRIVERS else "cpu",
         uri=uri,
     )
+
+
+def with_nvml_gpu(info: DeviceInfo) -> DeviceInfo:
+    """A GPU device of the program named as NVML names it (its name and UUID), so that its memory, clocks and
+    neighbours are read from the right GPU: by the ordinal in its URI (`cuda://1`, `vulkan:1`), else the first.
+
+    IREE's URIs carry no UUID and the watcher reads nothing from the device (that would touch the program's
+    device from another thread), so the ordinal is the best match there is; where NVML is missing, as it was.
+    """
+    if info.kind != "gpu" or nvml.nvml_unavailable_reason() is not None:
+        return info
+    gpus = nvml.list_gpus()
+    digits = "".join(ch for ch in (info.uri or "").rsplit("/", 1)[-1].rsplit(":", 1)[-1] if ch.isdigit())
+    ordinal = int(digits) if digits else 0
+    gpu = next((g for g in gpus if g.index == ordinal), gpus[0] if gpus else None)
+    if gpu is None:
+        return info
+    return replace(info, name=gpu.name, uuid=gpu.uuid, memory_total_bytes=gpu.memory_total_bytes)
 
 
 def load_from_event(kind: str, event: dict[str, Any], spent: float) -> ProgramLoad | None:

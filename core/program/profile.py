@@ -18,9 +18,12 @@ from typing import Any
 from gputop.core.profiling.profiles import DispatchEvent, summarize_events
 from gputop.core.snapshot import ProfileSummary
 
-__all__ = ["PROFILE_CALLS", "cupti_paths", "profile_from_event", "why_not"]
+__all__ = ["PROFILE_CALLS", "PROFILE_WARMUP_CALLS", "cupti_paths", "profile_from_event", "why_not"]
 
 PROFILE_CALLS = 10  # the program's calls a profile records, as the TUI's p does for a gputop run
+# Calls recorded before those and left out: CUPTI's first calls after it starts recording run slower (its buffers,
+# the driver's instrumentation), as gputop's own CUDA pass found (RECORDING_WARMUP_CALLS in profiling/cupti.py).
+PROFILE_WARMUP_CALLS = 3
 
 
 def why_not(op: str, backends: set[str]) -> str | None:
@@ -45,9 +48,13 @@ def why_not(op: str, backends: set[str]) -> str | None:
 
 def profile_from_event(event: dict[str, Any], device_id: str) -> tuple[ProfileSummary | None, str]:
     """The watcher's `kernels` report as a profile, and the Log's line about it (the summary None: why none)."""
-    calls = int(event.get("calls") or 0)
     windows = [w for w in event.get("windows") or () if isinstance(w, list) and len(w) == 2]
     events = [_kernel_event(row) for row in event.get("records") or () if isinstance(row, list) and len(row) >= 12]
+    if len(windows) > PROFILE_WARMUP_CALLS:  # the warm-up calls' windows and kernels go
+        kept_from = float(windows[PROFILE_WARMUP_CALLS][0])
+        windows = windows[PROFILE_WARMUP_CALLS:]
+        events = [e for e in events if e.start_ns >= kept_from]
+    calls = len(windows) or int(event.get("calls") or 0)
     if not events or not calls:
         return None, "profile: CUPTI recorded no kernels during the program's profiled calls"
     wall_ms = sum((end - start) for start, end in windows) / len(windows) / 1e6 if windows else None

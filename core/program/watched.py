@@ -34,9 +34,15 @@ from gputop.core.program.diagnose import (
     loaded_twice_hints,
     slow_phase_hints,
 )
-from gputop.core.program.events import device_from_event, load_from_event, load_line
+from gputop.core.program.events import device_from_event, load_from_event, load_line, with_nvml_gpu
 from gputop.core.program.memory import ProgramMemory, pools_from
-from gputop.core.program.profile import PROFILE_CALLS, cupti_paths, profile_from_event, why_not
+from gputop.core.program.profile import (
+    PROFILE_CALLS,
+    PROFILE_WARMUP_CALLS,
+    cupti_paths,
+    profile_from_event,
+    why_not,
+)
 from gputop.core.records.program import HeldResults, MemoryGrowth, ProgramLoad, ProgramView
 from gputop.core.run.parts import RunParts
 from gputop.core.snapshot import DeviceInfo, PoolStats, RunSnapshot
@@ -177,7 +183,7 @@ class WatchedProcess:
 
     def _add_device(self, event: dict[str, Any], spent: float) -> None:
         with self._lock:
-            info = device_from_event(event, list(self._devices.values()))
+            info = with_nvml_gpu(device_from_event(event, list(self._devices.values())))
             self._devices[info.uri or info.id] = info
             devices = list(self._devices.values())
         self.state.set_devices(devices)
@@ -451,7 +457,7 @@ class WatchedProcess:
         reason = self._ask_agent(
             "profile",
             level=level,
-            calls=calls,
+            calls=calls + PROFILE_WARMUP_CALLS,  # the first are CUPTI's warm-up: left out of the table
             cupti_paths=cupti_paths(),
             python=f"{sys.version_info[0]}.{sys.version_info[1]}",
         )

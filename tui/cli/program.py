@@ -15,7 +15,7 @@ import shlex
 import sys
 from typing import Any
 
-from gputop.tui.bridge import EXIT_SIGINT, ProgramHost, UsageError
+from gputop.tui.bridge import EXIT_SIGINT, ProgramHost, UsageError, config_default
 from gputop.tui.cli.headless import drive
 from gputop.tui.cli.options import Face, add_run_options
 
@@ -72,13 +72,26 @@ def refuse_run_options(args: argparse.Namespace, face: Face) -> None:
             )
 
 
+PROGRAM_SAMPLE_S = 0.5  # a watched program's RSS and GPU memory: its watcher sends the allocators' every 0.5 s too
+
+
+def program_sample_interval(given: float | None) -> float:
+    """The engine's memory sampling period for a program: 0.5 s where the run's default (0.1 s) stands.
+
+    NVML reads beside a program's CUDA calls cost it time (bench/watch_overhead.py): a program's memory is
+    sampled as often as its watcher reports its allocators, unless --sample-interval says otherwise.
+    """
+    default = config_default("sample_interval_s")
+    return PROGRAM_SAMPLE_S if given is None or given == default else float(given)
+
+
 def program_host(args: argparse.Namespace, command: list[str], *, piped: bool = False) -> ProgramHost:
     """The host of `command` with the options that apply to it."""
     return ProgramHost(
         command,
         session_dir=getattr(args, "session_dir", None),
         record_every_s=float(getattr(args, "record_every", 0.0) or 0.0),
-        sample_interval_s=float(getattr(args, "sample_interval", None) or 0.1),
+        sample_interval_s=program_sample_interval(getattr(args, "sample_interval", None)),
         owner_pid=getattr(args, "owner_pid", None),
         piped=piped,
     )

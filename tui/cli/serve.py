@@ -14,7 +14,7 @@ from gputop.tui.bridge import ProgramHost, RunHost, UsageError, exposure_warning
 from gputop.tui.cli.command import Subcommand
 from gputop.tui.cli.headless import drive, ending
 from gputop.tui.cli.options import add_metrics_options, add_run_options, config_from
-from gputop.tui.cli.program import program_ending, program_host, refuse_run_options
+from gputop.tui.cli.program import program_ending, program_host, program_sample_interval, refuse_run_options
 
 __all__ = ["SPEC", "add_arguments", "command_serve"]
 
@@ -65,7 +65,7 @@ def command_serve(args: argparse.Namespace) -> int:
                 program,
                 session_dir=args.session_dir,
                 record_every_s=args.record_every,
-                sample_interval_s=args.sample_interval,
+                sample_interval_s=program_sample_interval(args.sample_interval),
                 adopt_pid=args.adopt,
                 listen_path=Path(args.agent_socket),
             )

@@ -66,6 +66,8 @@ class CapturesPane(BoxPane):
             show_text(hint, "enter lists the selected capture's dispatches; o opens it in qrenderdoc")
         elif snapshot.renderdoc and not snapshot.renderdoc.startswith("RenderDoc 1."):
             show_text(hint, f"no captures: {snapshot.renderdoc}")
+        elif snapshot.program is not None:  # RenderDoc must be in a process before its Vulkan device is made
+            show_text(hint, "no captures of a watched program: run it under renderdoccmd capture")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

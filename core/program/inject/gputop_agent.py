@@ -17,7 +17,7 @@ What it promises the program, which runs in its own environment:
   newer; the heavy modules (socket, json, threading) load only when iree does;
 - a wrapped `VmContext.invoke` costs an attribute check, two clock reads, a dict lookup and a deque
   append on the program's thread (about 1 us); names, JSON, the socket and memory statistics belong to one
-  daemon thread of the agent (drained every 0.1 s, memory every 0.5 s); a profile costs more, during its
+  daemon thread of the agent (drained every 0.25 s, memory every 0.5 s); a profile costs more, during its
   calls only;
 - arguments, results and the runtime's own exceptions pass through untouched;
   when a step of the agent's own fails, that recording stops (its original is put
@@ -26,8 +26,9 @@ What it promises the program, which runs in its own environment:
 
 The stream keeps the order things happened in: one deque takes call tuples and
 event dicts from every thread of the program; calls go out in batches (`calls`:
-[["module.function", end_s, duration_s], ...]), and a context's first call is a
-`first_call` phase just before the batch that holds it. Times are perf_counter
+[["module.function", id(context), start_ns, end_ns], ...], perf_counter_ns as the
+wrapper read it: the engine divides), and a context's first call is a
+`first_call` phase just before the batch that holds it. Other times are perf_counter
 seconds; `hello` gives wall and perf_counter read together. Beyond the fields the
 engine asked for, phases carry: device `driver_seconds` (the driver's first load,
 owed to its first device); module `how` is mmap, copy, flatbuffer, buffer or wrap;
@@ -96,7 +97,7 @@ __all__ = ["PROTOCOL_VERSION", "install", "install_from_environment"]
 PROTOCOL_VERSION = 1
 SOCKET_ENV = "GPUTOP_WATCH_SOCKET"
 FAULT_ENV = "GPUTOP_WATCH_FAULT"
-DRAIN_S = 0.1
+DRAIN_S = 0.25  # a drain holds the GIL: fewer, larger ones stall fewer of the program's calls (bench/watch_overhead.py)
 MEMORY_S = 0.5
 CONNECT_TIMEOUT_S = 2.0
 SEND_TIMEOUT_S = 5.0  # the engine not reading for this long counts as the socket gone
@@ -588,6 +589,8 @@ class _Agent:
         self.called_contexts: set[int] = set()
         self.names: dict[int, _Tracked] = {}  # id(VmFunction) -> its "module.function" (and it, held)
         self.devices: list[_Tracked] = []
+        # A FunctionInvoker call under way on a thread: where its invoke leaves its record (see _invoker_wrapper).
+        self.outer_call = threading.local()
         # id(weak reference) -> (it, bytes) for each result of a FunctionInvoker call still alive; keyed by
         # the reference's id since a weak reference hashes as its referent, and DeviceArray does not hash
         self.held: dict[int, tuple[weakref.ref[Any], int]] = {}
@@ -916,7 +919,7 @@ class _Agent:
         program's thread (they share the GIL).
         """
         events: list[dict[str, Any]] = []
-        calls: list[list[Any]] = []
+        calls: list[Any] = []
         popleft = self.records.popleft
         called = self.called_contexts
         for _ in range(len(self.records)):  # what is there now: a program calling faster than this never ends it
@@ -929,7 +932,7 @@ class _Agent:
                     except Exception as exc:
                         self.stop_recording("calls (a call could not be read)", exc, area="calls")
                         continue
-                calls.append([label, end / 1e9, (end - start) / 1e9])
+                calls.append(record)  # as recorded: ints encode faster than floats, and the engine divides
                 if len(calls) >= CALLS_PER_MESSAGE:
                     self._add_calls(events, calls)
                     calls = []
@@ -953,7 +956,7 @@ class _Agent:
             self.stop_recording("calls", why, area="calls")
         return events
 
-    def _add_calls(self, events: list[dict[str, Any]], calls: list[list[Any]]) -> None:
+    def _add_calls(self, events: list[dict[str, Any]], calls: list[Any]) -> None:
         events.append({"kind": "calls", "calls": calls})
         self.calls_total += len(calls)
 
@@ -1165,6 +1168,8 @@ class _Agent:
             except Exception as exc:
                 stop("calls", exc, area="calls")
 
+        outer = self.outer_call
+
         def invoke(context: Any, *args: Any, **kwargs: Any) -> Any:
             if agent.profile is not None:  # the one check a call pays outside a profile
                 return profiled(context, args, kwargs)
@@ -1176,7 +1181,11 @@ class _Agent:
                 tracked = named(id(function))
                 if tracked is None or tracked.obj is not function:
                     tracked = name(function)
-                append((tracked.label, id(context), start, end))
+                waiting = getattr(outer, "record", None)
+                if waiting is not None:  # inside a FunctionInvoker call: it times the call, arguments and all
+                    waiting.append((tracked.label, id(context), start, end))
+                else:
+                    append((tracked.label, id(context), start, end))
             except Exception as exc:
                 stop("calls", exc, area="calls")
             return result
@@ -1236,8 +1245,24 @@ class _Agent:
                 for item in result.values():
                     hold(item, depth + 1)
 
+        outer = self.outer_call
+        clock = time.perf_counter_ns
+        append = self.records.append
+
         def call(invoker: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(invoker, *args, **kwargs)
+            # The program's call is this one, arguments in and results out: its invoke inside leaves its record
+            # here, and the record goes out with this call's times (what the program's own timer around it sees).
+            enclosing = getattr(outer, "record", None)
+            inner: list[Any] = []
+            outer.record = inner
+            start = clock()
+            try:
+                result = original(invoker, *args, **kwargs)
+            finally:
+                end = clock()
+                outer.record = enclosing
+                for label, context, _start, _end in inner[:1]:
+                    append((label, context, start, end))
             try:
                 if fault:
                     _fault("results")

@@ -42,12 +42,16 @@ class ProgramState:
     total: int = 0
 
     def add_calls(self, calls: list[object]) -> int:
-        """`[["module.function", end_s, duration_s], ...]`; returns how many were taken (a bad row is skipped)."""
+        """`[["module.function", context_id, start_ns, end_ns], ...]` as the watcher recorded them (or, its first
+        form, `[name, end_s, duration_s]`); returns how many were taken (a bad row is skipped)."""
         taken = 0
         for row in calls:
             if not isinstance(row, list | tuple) or len(row) < 3:
                 continue
-            qualified, end_s, duration_s = row[0], row[1], row[2]
+            if len(row) >= 4 and isinstance(row[2], int) and isinstance(row[3], int):
+                qualified, end_s, duration_s = row[0], row[3] / 1e9, (row[3] - row[2]) / 1e9
+            else:
+                qualified, end_s, duration_s = row[0], row[1], row[2]
             if not isinstance(qualified, str) or not isinstance(end_s, int | float):
                 continue
             if not isinstance(duration_s, int | float) or duration_s < 0:
