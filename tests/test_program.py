@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,36 @@ def test_a_command_that_does_not_exist_is_one_line_and_exit_2() -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "gputop: error: no-such-program-here: command not found"
+
+
+def test_ctrl_c_reaches_the_program_and_its_code_is_gputops(
+    tmp_path: Path, program_python: Path, program_assets: tuple[Path, Path]
+) -> None:
+    """A terminal's Ctrl-C goes to the whole foreground group: the program gets it as it would without gputop."""
+    vmfb, irpa = program_assets
+    out = Path(os.environ["GPUTOP_STATE_DIR"]).parent / "report-ctrl-c.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    program = [str(program_python), str(PROGRAMS / "hold_results.py"), str(vmfb), str(irpa), "100000"]
+    gputop = [sys.executable, "-m", "gputop.tui", "run", "--json", str(out), "--session-dir", str(tmp_path / "s")]
+    child = subprocess.Popen(
+        [*gputop, "--", *program],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,  # a process group of its own, as a shell's foreground job has
+    )
+    try:
+        samples = tmp_path / "s" / "samples.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (samples.exists() and "mlp.main" in samples.read_text("utf-8")):
+            time.sleep(0.2)
+        os.killpg(child.pid, signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert child.returncode == 128 + signal.SIGINT, stderr
+    assert "KeyboardInterrupt" in stderr  # the program's own traceback, passed through
+    report = json.loads(out.read_text())
+    assert report["program"]["ended"] in ("signal", "raised") and report["program"]["exit_code"] == 130

@@ -66,6 +66,13 @@ async def test_a_served_program_is_attached_to_and_scraped(
                 ),
                 timeout=30,
             )
+            await pilot.press("space")  # the program's calls are its own: refused in one line, the run goes on
+            await wait_for(
+                pilot,
+                lambda: "gputop cannot pause them" in "\n".join(app.query_one(LogPane).messages),
+                timeout=30,
+            )
+            assert app.snapshot.state == "running"  # type: ignore[union-attr]
             await wait_for(pilot, lambda: app.snapshot.program.growth is not None, timeout=60)  # type: ignore[union-attr]
             await pilot.press("q")
             await pilot.pause(0.3)

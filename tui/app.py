@@ -616,7 +616,7 @@ def run_engine_app(
     program = watched_program_ending(folder)
     if program is not None and not code and not last.exit_code:
         # gputop -- CMD: the program's exit code is gputop's, and the last line says how it ended
-        print(f"gputop: the program {program[1]}", file=sys.stderr, flush=True)
+        print(f"gputop: program ended: {program[1]}", file=sys.stderr, flush=True)
         return program[0]
     return code or last.exit_code or 0
 

@@ -27,20 +27,21 @@ PROFILE_WARMUP_CALLS = 3
 
 
 def why_not(op: str, backends: set[str]) -> str | None:
-    """Why `op` (profile, capture) cannot be done in a program using `backends`; None when its watcher can try."""
+    """Why `op` (profile, capture) cannot be done in a program using `backends` (the faces say which op before
+    it); None when its watcher can try."""
     if not backends:
-        return f"{op}: the program has made no device yet"
+        return "the program has made no device yet"
     used = ", ".join(sorted(backends))
     if op == "profile" and "cuda" not in backends:
         return (
-            f"profile: IREE's Python bindings open no profile sink on {used}; replay the program's module with "
+            f"IREE's Python bindings open no profile sink on {used}; replay the program's module with "
             "iree-benchmark-module --device_profiling_mode=dispatch-events, or gputop run on its .vmfb"
         )
     if op == "capture":
         # RenderDoc's in-application API must be loaded before the program's Vulkan instance exists; the
         # watcher arrives with iree.runtime, too late for a device already made.
         return (
-            "capture: not for a watched program: RenderDoc must be loaded before it makes its Vulkan device; "
+            "not for a watched program: RenderDoc must be loaded before it makes its Vulkan device; "
             "run renderdoccmd capture python app.py, or gputop TARGET.vmfb --device vulkan (then c)"
         )
     return None

@@ -444,8 +444,12 @@ class WatchedProcess:
     def export_report(self) -> Path:
         return self.parts.export_report(self.current_report())
 
+    def pause_refusal(self) -> str:
+        """Why space cannot pause a watched program (the control channel's toggle asks before it pauses)."""
+        return "a watched program makes its own calls: gputop cannot pause them (q ends the program)"
+
     def pause(self) -> None:
-        """Nothing to do: the program makes its own calls (the toggle's refusal says so)."""
+        """Nothing to do: the program makes its own calls (`pause_refusal` says so first)."""
 
     def resume(self) -> None:
         """Nothing to do: see `pause`."""
@@ -453,7 +457,7 @@ class WatchedProcess:
     def request_profile(self, level: str = "default", calls: int = PROFILE_CALLS) -> str | None:
         """Profile the program's next `calls` calls in its own process (CUDA: CUPTI); why not, or None."""
         if self.state.snapshot.profiling:
-            return "profile: a profile of the program's calls is already under way"
+            return "a profile of the program's calls is already under way"
         reason = self._ask_agent(
             "profile",
             level=level,
@@ -471,7 +475,7 @@ class WatchedProcess:
 
     def request_counters(self) -> str | None:
         return (
-            "counters: Nsight Compute must start the program itself; run ncu --target-processes all "
+            "Nsight Compute must start the program itself; run ncu --target-processes all "
             f"{' '.join(self.command)}"
         )
 
@@ -481,11 +485,11 @@ class WatchedProcess:
     def _ask_agent(self, op: str, **fields: Any) -> str | None:
         agent = self._agent
         if agent is None:
-            return f"{op}: the program's watcher is not connected (it has not imported iree.runtime, or it ended)"
+            return "the program's watcher is not connected (it has not imported iree.runtime, or it ended)"
         reason = self.profile_refusal(op)
         if reason is not None:
             return reason
-        return None if agent.send({"op": op, **fields}) else f"{op}: the program's watcher is gone"
+        return None if agent.send({"op": op, **fields}) else "the program's watcher is gone"
 
     def profile_refusal(self, op: str) -> str | None:
         """Why `op` cannot be done in this program now; None when its watcher can try."""

@@ -63,6 +63,9 @@ def _hello(run: Remote, _request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _toggle_pause(run: Remote, _request: dict[str, Any]) -> dict[str, Any]:
+    refusal = getattr(run, "pause_refusal", None)  # a run whose calls are not gputop's (a watched program)
+    if refusal is not None:
+        return _refused(refusal())
     state = run.snapshot.state
     if state == "running":
         run.pause()

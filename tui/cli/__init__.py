@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputop",
         description="Watch IREE modules run on GPUs and CPUs: phases, call times, memory, diagnostics.",
-        epilog="'gputop [TARGET]' starts the live TUI; 'gputop run TARGET' prints a report; 'gputop sessions' "
+        epilog="'gputop [TARGET]' starts the live TUI; 'gputop -- python app.py' watches your own program (also "
+        "'gputop run -- CMD' and 'gputop serve -- CMD'); 'gputop run TARGET' prints a report; 'gputop sessions' "
         "lists past runs; 'gputop attach SESSION' follows a live one; 'gputop serve TARGET' exports Prometheus "
         "metrics; 'gputop compare A B' compares two runs. Exit codes: 0 ok, 2 usage, 3 compile, 4 device, "
         "5 runtime, 6 check failed, 7 regression (--fail-above), 130/143/129 "

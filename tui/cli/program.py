@@ -107,7 +107,7 @@ def _ask_profile_when_running(host: ProgramHost, quiet: bool) -> None:
         asked[0] = True
         reason = host.request_profile()
         if reason and not quiet:
-            print(f"gputop: {reason}", file=sys.stderr, flush=True)
+            print(f"gputop: profile: {reason}", file=sys.stderr, flush=True)
 
     host.subscribe(on_snapshot)
 

@@ -102,7 +102,10 @@ MEMORY_S = 0.5
 CONNECT_TIMEOUT_S = 2.0
 SEND_TIMEOUT_S = 5.0  # the engine not reading for this long counts as the socket gone
 EXIT_TIMEOUT_S = 1.0
-CALLS_PER_MESSAGE = 1000  # one json.dumps holds the GIL; small batches keep the program's thread moving
+CALLS_PER_MESSAGE = 128  # one json.dumps holds the GIL; small batches keep the program's thread moving
+# The agent's thread hands the GIL back this often while it drains and encodes (time.sleep(0) releases it): a
+# call of the program's that ends meanwhile waits for one short stretch, not for the whole drain.
+YIELD_EVERY = 64
 MAX_BACKLOG = 200_000  # records waiting after a drain (about 25 MB): past it, calls stop being recorded
 CUPTI_BUFFER_BYTES = 8 * 1024 * 1024  # each activity buffer CUPTI asks for (as gputop's own profiler gives)
 RECORDS_WAIT_S = 2.0  # how long a profile's result waits for CUPTI's last records before going out without them
@@ -902,8 +905,11 @@ class _Agent:
         import json
 
         if events and self.connection is not None:
-            payload = "".join(json.dumps(e, separators=(",", ":"), default=str) + "\n" for e in events)
-            self.connection.sendall(payload.encode())
+            lines = []
+            for event in events:
+                lines.append(json.dumps(event, separators=(",", ":"), default=str) + "\n")
+                time.sleep(0)  # the GIL back to the program between events (see YIELD_EVERY)
+            self.connection.sendall("".join(lines).encode())
 
     def _flush_locked(self) -> None:
         events = self._drain()
@@ -922,7 +928,9 @@ class _Agent:
         calls: list[Any] = []
         popleft = self.records.popleft
         called = self.called_contexts
-        for _ in range(len(self.records)):  # what is there now: a program calling faster than this never ends it
+        for taken in range(len(self.records)):  # what is there now: a program calling faster never ends it
+            if taken % YIELD_EVERY == YIELD_EVERY - 1:
+                time.sleep(0)
             record = popleft()
             if type(record) is tuple:
                 label, context, start, end = record
@@ -1017,11 +1025,14 @@ class _Agent:
         for key, tracked in list(self.names.items()):
             if self.unused(tracked):
                 self.names.pop(key, None)
+        # Calls made so far, those not yet drained included, read beside the held results they are held against
+        # (what waits in the deque is nearly all calls: the growth's bytes per call come out exact).
+        calls_made = self.calls_total + len(self.records)
         counts = self._held_counts()
         return {
             "kind": "memory",
             "mono": time.perf_counter(),
-            "calls_total": self.calls_total,
+            "calls_total": calls_made,
             "held": {"count": counts[0], "bytes": counts[1]},
             "devices": [{"device": d.label, "statistics": dict(d.obj.allocator.statistics)} for d in devices],
         }
