@@ -474,10 +474,7 @@ class WatchedProcess:
         return self._ask_agent("capture", calls=calls)
 
     def request_counters(self) -> str | None:
-        return (
-            "Nsight Compute must start the program itself; run ncu --target-processes all "
-            f"{' '.join(self.command)}"
-        )
+        return f"Nsight Compute must start the program itself; run ncu --target-processes all {' '.join(self.command)}"
 
     def keep_samples(self, seconds: float) -> None:
         self.parts.writer.watch(seconds)
