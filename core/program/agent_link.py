@@ -1,7 +1,7 @@
 """The engine's end of the watchers' reports: a Unix socket each watched Python process connects to.
 
 Each process of the user's command that imports `iree.runtime` connects once
-and sends JSON lines (protocol v1, written down in `inject/gputop_agent.py`):
+and sends JSON lines (protocol v1, written down in `inject/gputop_agent/__init__.py`):
 a `hello` naming its pid, then phases, batches of calls, memory and notes, and
 `bye` at its exit. Every connection is read on a thread of its own here, in
 gputop's engine process, so nothing of the reading, parsing or recording runs

@@ -43,7 +43,7 @@ __all__ = [
     "signal_name",
 ]
 
-INJECT_DIR = Path(__file__).resolve().parent / "inject"  # sitecustomize.py and gputop_agent.py: stdlib only
+INJECT_DIR = Path(__file__).resolve().parent / "inject"  # sitecustomize.py and gputop_agent/: stdlib only
 SOCKET_ENV = "GPUTOP_WATCH_SOCKET"  # where the watcher in each process of the program reports
 STOP_GRACE_S = 5.0  # after SIGINT, before SIGTERM; and again before SIGKILL
 

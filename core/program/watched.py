@@ -1,6 +1,6 @@
 """One watched process of a user's program, as a gputop session: its watcher's events become snapshots.
 
-The watcher inside the process (`inject/gputop_agent.py`) reports what the
+The watcher inside the process (`inject/gputop_agent/`) reports what the
 program does with `iree.runtime`; this turns each report into the run's state
 (phases, loads, per-function calls, memory, held results, diagnoses) and the
 session folder, control channel and neighbour watch come from `RunParts`, as
