@@ -56,7 +56,7 @@ def drive(host: RunHost, *, progress: bool, first_profile: bool = False) -> int:
     try:
         host.start()
         next_note = 0.0
-        next_parameters = time.monotonic() + PARAMETERS_EVERY_S
+        next_parameters = 0.0
         while not host.wait(0.1):
             if parent is not None and os.getppid() != parent:
                 gone = f"the process that started this run (pid {parent}) is gone; stopping"
@@ -66,7 +66,9 @@ def drive(host: RunHost, *, progress: bool, first_profile: bool = False) -> int:
             snapshot = host.session.snapshot
             load = snapshot.parameters
             if progress and load is not None and not load.done and load.observed:
-                if time.monotonic() >= next_parameters:
+                # The first line as soon as bytes move (a line at 0 B has no rate to give, and a load of under
+                # a second would show nothing else), then one every PARAMETERS_EVERY_S.
+                if load.loaded_bytes and time.monotonic() >= next_parameters:
                     print(f"gputop: parameters {parameters_progress(load)}", file=sys.stderr, flush=True)
                     next_parameters = time.monotonic() + PARAMETERS_EVERY_S
                 continue
