@@ -18,12 +18,10 @@ import argparse
 import json
 import os
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from program_env import INJECT, PROGRAMS, make_program_env  # noqa: E402
 
+from gputop.core.program.agent_link import AgentListener  # noqa: E402
+
 __all__: list[str] = []
 
 
@@ -41,35 +41,6 @@ def own_figures(stdout: str) -> dict[str, Any]:
     if not lines:
         raise SystemExit(f"the program printed no figures: {stdout[-400:]}")
     return json.loads(lines[-1])
-
-
-class AgentSink:
-    """A socket the watcher streams to, read and dropped on a thread: the watcher's own cost, without an engine."""
-
-    def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="watch-sink-"))
-        self.path = self.folder / "agent.sock"
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(str(self.path))
-        self.server.listen(8)
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._drop, args=(conn,), daemon=True).start()
-
-    @staticmethod
-    def _drop(conn: socket.socket) -> None:
-        with conn:
-            while conn.recv(1 << 20):
-                pass
-
-    def close(self) -> None:
-        self.server.close()
 
 
 def run_once(
@@ -96,7 +67,9 @@ def run_once(
     sink = None
     if watched and agent_only:
         # The watcher alone: its stream read and dropped here, no engine (no NVML, no snapshots, no record).
-        sink = AgentSink()
+        # gputop's own end of the watchers' socket, each stream read and its events dropped.
+        sink = AgentListener(lambda agent: agent.start())
+        sink.start()
         command = program
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(inject), env.get("PYTHONPATH", "")) if p)
         env["GPUTOP_WATCH_SOCKET"] = str(sink.path)
@@ -125,7 +98,9 @@ def main() -> None:
     parser.add_argument("--program-path", help="the program's PYTHONPATH (its own runtime folder, on a GPU machine)")
     parser.add_argument("--gputop-arg", action="append", default=[], help="an option for gputop run (repeatable)")
     parser.add_argument(
-        "--agent-only", action="store_true", help="watched = the watcher alone, its stream dropped (no engine)"
+        "--agent-only",
+        action="store_true",
+        help="watched = the watcher alone, its stream read and dropped by gputop's listener here (no engine)",
     )
     parser.add_argument(
         "--inject", type=Path, default=INJECT, help="with --agent-only: the watcher's folder (another version of it)"

@@ -42,6 +42,7 @@ __all__ = [
     "last_line",
     "pid_alive",
     "run_logged",
+    "signal_name",
 ]
 
 STALL_S = 30.0  # a child that used no CPU for this long is said to have made no progress
@@ -89,6 +90,16 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def signal_name(returncode: int) -> str | None:
+    """`SIGKILL` for a child killed by signal 9 (a negative return code); None for one that exited."""
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
 
 
 def first_line(text: str) -> str:

@@ -16,12 +16,13 @@ import contextlib
 import json
 import os
 import socket
-import struct
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from gputop.core.serving.control_socket import peer_credentials
 
 __all__ = ["LINE_LIMIT", "AgentConnection", "AgentListener"]
 
@@ -179,10 +180,8 @@ class AgentListener:
 
 
 def _peer_uid(conn: socket.socket) -> int | None:
-    """The connecting process's uid (SO_PEERCRED), None where the platform does not say."""
+    """The connecting process's uid, None where the platform does not say (no SO_PEERCRED)."""
     try:
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return peer_credentials(conn)[1]
     except (OSError, AttributeError):
         return None
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return int(uid)

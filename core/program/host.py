@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import EXIT_SIGINT
+from gputop.core.processes import signal_name
 from gputop.core.program.agent_link import AgentConnection, AgentListener
-from gputop.core.program.launch import AdoptedProgram, LaunchedProgram, exit_code_of, signal_name
+from gputop.core.program.launch import AdoptedProgram, LaunchedProgram, exit_code_of
 from gputop.core.program.watched import WatchedProcess
 from gputop.core.run.state import Subscriber
 from gputop.core.snapshot import RunSnapshot

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gputop.core.errors import EXIT_USAGE, GputopError
+from gputop.core.processes import pid_alive
 
 __all__ = [
     "INJECT_DIR",
@@ -40,7 +41,6 @@ __all__ = [
     "ProgramNotStarted",
     "exit_code_of",
     "program_env",
-    "signal_name",
 ]
 
 INJECT_DIR = Path(__file__).resolve().parent / "inject"  # sitecustomize.py and gputop_agent/: stdlib only
@@ -68,16 +68,6 @@ def exit_code_of(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def signal_name(returncode: int) -> str | None:
-    """`SIGKILL` for a child killed by signal 9; None for one that exited."""
-    if returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
 class LaunchedProgram:
     """The user's command, started with the watcher; its output passes through or goes to `on_line`."""
 
@@ -102,7 +92,6 @@ class LaunchedProgram:
         self._process: subprocess.Popen[bytes] | None = None
         self._readers: list[threading.Thread] = []
         self._log_lock = threading.Lock()
-        self.started_at: float | None = None
         self.stopping_by: str | None = None  # why gputop ended it ("q", a signal), when it did
 
     @property
@@ -130,7 +119,6 @@ class LaunchedProgram:
             )
         except OSError as exc:
             raise ProgramNotStarted(f"{self.command[0]}: {exc.strerror or exc}") from exc
-        self.started_at = time.time()
         if piped:
             process = self._process
             for name, stream in (("stdout", process.stdout), ("stderr", process.stderr)):
@@ -163,10 +151,6 @@ class LaunchedProgram:
             if log is not None:
                 with contextlib.suppress(OSError):
                     log.close()
-
-    def poll(self) -> int | None:
-        """The return code once it has ended (negative: killed by that signal), else None."""
-        return self._process.poll() if self._process is not None else None
 
     def wait(self, timeout: float | None = None) -> int | None:
         if self._process is None:
@@ -226,7 +210,6 @@ class AdoptedProgram:
         self.command = list(command)
         self._pid = pid
         self.stopping_by: str | None = None
-        self.started_at = time.time()
 
     @property
     def pid(self) -> int | None:
@@ -236,13 +219,8 @@ class AdoptedProgram:
         """Nothing to start: the program is running (it called gputop.watch())."""
 
     def poll(self) -> int | None:
-        try:
-            os.kill(self._pid, 0)
-        except ProcessLookupError:
-            return 0
-        except PermissionError:
-            return None
-        return None
+        """0 once the process is gone (its real code is not gputop's to read), else None."""
+        return None if pid_alive(self._pid) else 0
 
     def wait(self, timeout: float | None = None) -> int | None:
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -317,9 +317,10 @@ class WatchedProcess:
             )
 
     def _publish_view(self) -> None:
-        functions = self.state.program_functions()
-        busiest = functions[0] if functions else None
-        self._diagnose(busiest.p50_ms if busiest else None, busiest.count if busiest else 0)
+        # The run's calls are the busiest function's, as last published: its p50 is the steady call the phase
+        # diagnoses measure against (read from the snapshot, not computed again).
+        calls = self.state.snapshot.calls
+        self._diagnose(calls.p50_ms, calls.count)
         self.state.set_program(self.view())
 
     def _diagnose(self, steady_ms: float | None, calls: int) -> None:

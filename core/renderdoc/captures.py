@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from gputop.core.errors import CaptureError, GputopError
 from gputop.core.files import require_file
-from gputop.core.processes import child_options, last_line
+from gputop.core.processes import child_options, last_line, signal_name
 from gputop.core.snapshot import BoundBuffer, CaptureDispatch, CaptureInfo, CaptureReplay, to_json
 
 __all__ = [
@@ -266,12 +266,8 @@ class _HelperRun:
 
 
 def _exit_text(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
+    name = signal_name(code)
+    return f"killed by {name}" if name is not None else f"exit {code}"
 
 
 def _module_info(

@@ -45,6 +45,7 @@ __all__ = [
     "SnapshotStream",
     "StreamReader",
     "ask",
+    "peer_credentials",
 ]
 
 CONTROL_SOCKET = "control.sock"
@@ -298,8 +299,7 @@ class ControlServer:
         try:
             # The whole request within CLIENT_TIMEOUT_S, however slowly it trickles in.
             line = _read_line(conn, REQUEST_LIMIT, deadline=time.monotonic() + CLIENT_TIMEOUT_S)
-            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            pid, uid, _gid = struct.unpack("3i", creds)
+            pid, uid = peer_credentials(conn)
             if uid != os.getuid():
                 reply: dict[str, Any] = {"ok": False, "reason": "this run belongs to another user"}
             else:
@@ -319,6 +319,13 @@ class ControlServer:
             reply = {"ok": False, "reason": f"internal error: {exc}"}
         _send_reply(conn, reply)
         return False
+
+
+def peer_credentials(conn: socket.socket) -> tuple[int, int]:
+    """The pid and uid of the process at the other end of a Unix socket (SO_PEERCRED, set by the kernel)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return int(pid), int(uid)
 
 
 def _connect(folder: Path, timeout: float) -> socket.socket:

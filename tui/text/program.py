@@ -8,7 +8,7 @@ TUI and a script reading `--json` say the same numbers.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gputop.tui.bridge import human_bytes, ms, seconds
@@ -53,7 +53,13 @@ def ended_text(program: Mapping[str, Any]) -> str:
     return f"exited {code}"
 
 
-def function_rows(functions: Sequence[Mapping[str, Any]], *, live: bool, limit: int | None = None) -> list[list[str]]:
+def function_rows(
+    functions: Sequence[Mapping[str, Any]],
+    *,
+    live: bool,
+    limit: int | None = None,
+    time_text: Callable[[float | None], str] = ms,
+) -> list[list[str]]:
     """One row per function, the busiest first: name, calls, calls/s (now while live), p50, p95, max."""
     rows = []
     for row in functions[:limit] if limit else functions:
@@ -64,9 +70,9 @@ def function_rows(functions: Sequence[Mapping[str, Any]], *, live: bool, limit: 
                 name,
                 str(row.get("count", 0)),
                 f"{rate:.1f}" if rate else "-",
-                ms(row.get("p50_ms")),
-                ms(row.get("p95_ms")),
-                ms(row.get("max_ms")),
+                time_text(row.get("p50_ms")),
+                time_text(row.get("p95_ms")),
+                time_text(row.get("max_ms")),
             ]
         )
     return rows
@@ -94,7 +100,7 @@ def program_calls_text(program: Mapping[str, Any], *, live: bool) -> str:
     if not functions:
         return "no calls yet: the program has not called a function\n(the Log shows its devices, loads, contexts)"
     rows = [["function", "calls", "/s", "p50 ms", "p95 ms"]]
-    for row in function_rows(functions, live=live, limit=PANE_FUNCTIONS):
+    for row in function_rows(functions, live=live, limit=PANE_FUNCTIONS, time_text=_bare_ms):
         name = row[0] if len(row[0]) <= PANE_NAME else row[0][: PANE_NAME - 1] + "…"
         rows.append([name, *row[1:5]])
     lines = _table(rows, indent="")
@@ -103,7 +109,12 @@ def program_calls_text(program: Mapping[str, Any], *, live: bool) -> str:
     held = held_line(program.get("held"), program.get("growth"))
     if held:
         lines.append(held)
-    return "\n".join(lines).replace(" ms", "")  # the pane's column says ms once, in its header
+    return "\n".join(lines)
+
+
+def _bare_ms(value: float | None) -> str:
+    """`ms` without its unit: the pane's columns say ms once, in their header."""
+    return ms(value).removesuffix(" ms")
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:

@@ -45,7 +45,6 @@ from gputop.core.snapshot import (
     DeviceInfo,
     Diagnostic,
     ExportAffinity,
-    FunctionCalls,
     MemorySample,
     Neighbours,
     OutputCheck,
@@ -410,11 +409,6 @@ class RunState:
                 self._module.function, self._calls.timer = busiest
         self.publish()
         return taken
-
-    def program_functions(self) -> tuple[FunctionCalls, ...]:
-        """A watched program's functions as they stand (the busiest first)."""
-        with self._lock:
-            return self._program.functions()
 
     def publish(self, force: bool = False) -> None:
         """Build and hand out a snapshot, at most every PUBLISH_INTERVAL_S unless `force`."""
