@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from gputop.core.module.targets import device_names
     from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, analyse_module
     from gputop.core.multidevice.transfer_check import observe_module
-    from gputop.core.paths import new_session_dir, write_crash_log
+    from gputop.core.paths import discard_session_dir, new_session_dir, write_crash_log
     from gputop.core.profiling.efficiency import ridge_intensity
     from gputop.core.profiling.overhead import PROFILE_LEVELS, kernels_cost_text, overhead_text, overhead_warning
     from gputop.core.profiling.profiles import read_profile
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         Event,
         KernelTiming,
         MemorySample,
+        OutputCheck,
         ParameterLoad,
         Phases,
         ProfileSummary,
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
     from gputop.core.versions import versions
     from gputop.core.watch.neighbours import host_load_limit
     from gputop.core.wording import (
+        CHECK_FAILED,
         NAME_MARK,
         NAME_NOTE,
         check_tolerances,
@@ -123,10 +125,13 @@ if TYPE_CHECKING:
         host_load_text,
         limits_line,
         limits_lines,
+        mismatch_text,
+        module_bytes_text,
         name_marked,
         neighbours_lines,
         neighbours_text,
         unchecked_outputs,
+        weight_bytes,
         work_lines,
     )
 
@@ -162,7 +167,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "gputop.core.module.targets": ("device_names",),
     "gputop.core.multidevice.affinity": ("AffinityAnalysis", "affinity_flags", "analyse_module"),
     "gputop.core.multidevice.transfer_check": ("observe_module",),
-    "gputop.core.paths": ("new_session_dir", "write_crash_log"),
+    "gputop.core.paths": ("discard_session_dir", "new_session_dir", "write_crash_log"),
     "gputop.core.profiling.efficiency": ("ridge_intensity",),
     "gputop.core.profiling.overhead": ("PROFILE_LEVELS", "kernels_cost_text", "overhead_text", "overhead_warning"),
     "gputop.core.profiling.profiles": ("read_profile",),
@@ -193,6 +198,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
         "Event",
         "KernelTiming",
         "MemorySample",
+        "OutputCheck",
         "ParameterLoad",
         "Phases",
         "ProfileSummary",
@@ -235,6 +241,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "gputop.core.versions": ("versions",),
     "gputop.core.watch.neighbours": ("host_load_limit",),
     "gputop.core.wording": (
+        "CHECK_FAILED",
         "NAME_MARK",
         "NAME_NOTE",
         "check_tolerances",
@@ -243,10 +250,13 @@ ROOMS: dict[str, tuple[str, ...]] = {
         "host_load_text",
         "limits_line",
         "limits_lines",
+        "mismatch_text",
+        "module_bytes_text",
         "name_marked",
         "neighbours_lines",
         "neighbours_text",
         "unchecked_outputs",
+        "weight_bytes",
         "work_lines",
     ),
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -23,10 +24,20 @@ import platformdirs
 
 from gputop.core.errors import UnwritableFolder
 
-__all__ = ["cache_dir", "check_writable", "new_session_dir", "note_session_dir", "state_dir", "write_crash_log"]
+__all__ = [
+    "cache_dir",
+    "check_writable",
+    "discard_session_dir",
+    "new_session_dir",
+    "note_session_dir",
+    "state_dir",
+    "write_crash_log",
+]
 
 # The session folders this process made, newest last: an internal error's traceback goes to the newest.
 _MADE: list[Path] = []
+# Of those, the ones `new_session_dir` made (not given to the process): the only ones it may discard.
+_FRESH: set[Path] = set()
 
 
 # The compile cache each configured folder resolved to in this process (itself, or an uncached stand-in).
@@ -121,8 +132,26 @@ def new_session_dir(parent: Path | None = None, label: str = "run") -> Path:
                 path.rmdir()
             raise
         _MADE.append(path)
+        _FRESH.add(path)
         return path
     raise OSError(f"cannot create a session directory under {base}")
+
+
+def discard_session_dir(path: Path) -> bool:
+    """Remove a session folder this process made with `new_session_dir`, and all in it; whether it is gone.
+
+    For a run that a usage error ended before its first call (`gputop run -f nope`): a mistyped option
+    leaves no session behind. A folder given to the process (`--session-dir`, a TUI's engine) is left be.
+    """
+    if path not in _FRESH:
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    if path.exists():
+        return False
+    _FRESH.discard(path)
+    if path in _MADE:
+        _MADE.remove(path)
+    return True
 
 
 def write_crash_log(text: str) -> Path | None:

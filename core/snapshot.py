@@ -24,10 +24,17 @@ from gputop.core.records.clocks import ClockReading, DevicePeaks, PassClocks
 from gputop.core.records.compile import CompileRecord, Diagnostic
 from gputop.core.records.counters import CounterRule, CountersPass, KernelCounters
 from gputop.core.records.devices import DeviceInfo
-from gputop.core.records.memory import DeviceMemory, MemorySample, PoolStats
+from gputop.core.records.memory import DeviceMemory, MemorySample, ModuleBytes, PoolStats
 from gputop.core.records.neighbours import GpuProcess, HostLoad, Neighbours
 from gputop.core.records.parameters import ParameterLoad, ParameterStages
-from gputop.core.records.profile import KernelTiming, PoolUsage, ProfileOverhead, ProfileSummary
+from gputop.core.records.profile import (
+    KernelTiming,
+    LayerTime,
+    PoolUsage,
+    ProfileOverhead,
+    ProfileSummary,
+    SourceOp,
+)
 from gputop.core.records.program import FunctionCalls, HeldResults, MemoryGrowth, ProgramLoad, ProgramView
 from gputop.core.records.progress import Event, Phases
 
@@ -59,9 +66,11 @@ __all__ = [
     "HostLoad",
     "KernelCounters",
     "KernelTiming",
+    "LayerTime",
     "MemoryGrowth",
     "MemorySample",
     "Mismatch",
+    "ModuleBytes",
     "Neighbours",
     "OutputCheck",
     "ParameterLoad",
@@ -76,6 +85,7 @@ __all__ = [
     "ProgramView",
     "RunSnapshot",
     "RunSummary",
+    "SourceOp",
     "StageTimings",
     "TensorSummary",
     "Tolerance",
@@ -127,6 +137,8 @@ class RunSnapshot:
     counters_pass: CountersPass | None = None  # the newest counters pass (Nsight Compute), or why it failed
     counting: bool = False  # a counters pass is under way
     program: ProgramView | None = None  # a watched program (gputop -- CMD): its process, functions and loads
+    module_bytes: tuple[ModuleBytes, ...] = ()  # per device: the module's weights and whether the pools hold them
+    check: OutputCheck | None = None  # the outputs against their reference, once compared (the header's check failed)
 
 
 @dataclass(frozen=True)

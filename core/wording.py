@@ -21,6 +21,7 @@ from typing import Any
 from gputop.core.units import ESTIMATE_NOTE, human_bytes, mhz, seconds, si, watts
 
 __all__ = [
+    "CHECK_FAILED",
     "NAME_MARK",
     "NAME_NOTE",
     "check_tolerances",
@@ -30,12 +31,15 @@ __all__ = [
     "host_load_text",
     "limits_line",
     "limits_lines",
+    "mismatch_text",
+    "module_bytes_text",
     "name_marked",
     "neighbours_lines",
     "neighbours_text",
     "peaks_text",
     "unchecked_outputs",
     "unknown_work",
+    "weight_bytes",
     "work_lines",
 ]
 
@@ -212,6 +216,21 @@ def neighbours_lines(neighbours: Mapping[str, Any] | None, label: str = "others"
     return lines
 
 
+# The state a run whose outputs are unlike their reference is shown and listed in (header, `gputop sessions`).
+CHECK_FAILED = "check failed"
+
+
+def mismatch_text(mismatch: Mapping[str, Any]) -> str:
+    """One element a check found wrong, from its JSON form (`output`, `index`, `got`, `expected`):
+    `output 0 [3,1]: got -354.39, expected 0`, floats to 6 significant digits."""
+
+    def number(value: Any) -> str:
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+    at = ",".join(map(str, mismatch["index"]))
+    return f"output {mismatch['output']} [{at}]: got {number(mismatch['got'])}, expected {number(mismatch['expected'])}"
+
+
 def check_tolerances(tolerances: Sequence[Mapping[str, Any]]) -> str:
     """The tolerances an output check applied, from its JSON form (`output`, `dtype`, `rtol`,
     `atol` each): `float32 tolerance (rtol 0.0001, atol 1e-05)`, one phrase per distinct one."""
@@ -233,3 +252,45 @@ def unchecked_outputs(unchecked: Sequence[int], outputs: int) -> str:
         return ""
     word = "output" if len(unchecked) == 1 else "outputs"
     return f"{word} {', '.join(map(str, unchecked))} of {outputs} not checked (no reference given)"
+
+
+# A module's weights and the allocator's pools (the JSON form of a `ModuleBytes`: a report's `memory.module_bytes`)
+
+
+def weight_bytes(row: Mapping[str, Any]) -> int | None:
+    """A module's weights: its inlined constants and its parameters; None where the constants could not be counted."""
+    constants = row.get("constant_bytes")
+    return None if constants is None else int(constants) + int(row.get("parameter_bytes") or 0)
+
+
+def module_bytes_text(row: Mapping[str, Any]) -> str:
+    """What a module's weights are and whether the allocator's pools hold them, in one sentence:
+    `weights 1.0 MiB inlined in the .vmfb; not in the allocator's pools (it took 0 B as the module loaded; ...)`."""
+    parameters = int(row.get("parameter_bytes") or 0)
+    devices = int(row.get("devices") or 1)
+    whole = f", the module's for its {devices} devices" if devices > 1 else ""
+    weights = weight_bytes(row)
+    if weights is None:
+        also = f", and {human_bytes(parameters)} of parameters" if parameters else ""
+        return f"weights not counted ({row.get('reason')}): the .vmfb is {human_bytes(row.get('vmfb_bytes'))}{also}"
+    if weights == 0:
+        return f"weights: none inlined in the .vmfb ({human_bytes(row.get('vmfb_bytes'))}) and no parameters"
+    held = [
+        (n, where) for n, where in ((row["constant_bytes"], "inlined in the .vmfb"), (parameters, "of parameters")) if n
+    ]
+    what = (
+        f"weights {human_bytes(weights)} {held[0][1]}{whole}"
+        if len(held) == 1
+        else f"weights {human_bytes(weights)}: " + " + ".join(f"{human_bytes(n)} {where}" for n, where in held) + whole
+    )
+    loaded, peak = row.get("loaded_bytes"), row.get("loaded_peak_bytes")
+    if loaded is None:
+        return f"{what}; whether the allocator's pools hold them is unknown"
+    took = f"it took {human_bytes(loaded)} as the module loaded"
+    if loaded >= weights:  # Vulkan (lavapipe): allocated grew by exactly the constants
+        return f"{what}; in the allocator's pools ({took})"
+    if peak is not None and peak >= weights:  # CUDA (H200): on the device, yet only the peak moved
+        return f"{what}; in the pools' peak, not their live bytes (the peak grew {human_bytes(peak)} as it loaded)"
+    if str(row.get("device_id", "")).startswith("local"):  # local-task: 0 B for a 1 MiB constant
+        took += "; a CPU device reads them in place, from the mapped files"
+    return f"{what}; {'not all' if loaded else 'not'} in the allocator's pools ({took})"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's ResNet-50 screenshot: the onnx package's light ResNet-50 on the CPU with its
+# The ResNet-50 screenshot (docs/onnx.md): the onnx package's light ResNet-50 on the CPU with its
 # dummy input, profiled once, from a short working folder so the header shows a short path.
 set -eu
 PY=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute: the script works in a temporary folder

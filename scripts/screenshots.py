@@ -1,4 +1,4 @@
-"""Make the README's screenshots by driving the real app on a live engine.
+"""Make the screenshots of the README and docs/ by driving the real app on a live engine.
 
 Starts `GputopApp` on the real engine (headless, through Textual's
 `run_test`), waits until the Run pane has counted some calls, and saves an

@@ -1,7 +1,7 @@
 """Press `c` in the real app (headless, `run_test`) and wait for a verified capture.
 
 For machines with a GPU whose Vulkan driver RenderDoc can capture (the CI
-machine's lavapipe cannot: see README). Prints the capture record and exits
+machine's lavapipe cannot: see docs/renderdoc.md). Prints the capture record and exits
 non-zero when no verified capture appears.
 
 Usage: python scripts/tui_capture_check.py TARGET --device vulkan [--input ...] [--svg OUT.svg]

@@ -3,7 +3,7 @@
 Each row builds its bad input for real (files on disk, a FIFO, a 3 GiB sparse
 file, a module that allocates beyond the machine) and runs the real `gputop`
 command line in a child process with a timeout, so a hang fails the test.
-The README's "When things go wrong" table lists the same cases.
+The "When things go wrong" table of docs/sessions.md lists the same cases.
 """
 
 from __future__ import annotations

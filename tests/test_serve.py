@@ -169,7 +169,7 @@ def test_metrics_page(served: tuple[int, subprocess.Popen[str]]) -> None:
 
 @pytest.mark.skipif(PROMETHEUS is None, reason="Prometheus is not installed (apt-get install prometheus)")
 def test_prometheus_scrapes_gputop(guarded: tuple[int, Path], tmp_path: Path) -> None:
-    """The README's configuration: the bearer token read from a file by Prometheus itself."""
+    """The configuration of docs/prometheus-and-web.md: the bearer token read from a file by Prometheus itself."""
     port, token_file = guarded
     web_port = free_port()
     config = tmp_path / "prometheus.yml"

@@ -80,7 +80,9 @@ async def test_keys_that_say_why_not() -> None:
         assert "capture: RenderDoc captures Vulkan work; this run is on local-task" in text
         await pilot.press("o")
         await pilot.pause(0.1)
-        assert "open: no capture yet" in log_text(app)
+        # `o` gives the refusal's own reason, not "press c on a Vulkan run" (issue 49)
+        refusal = "RenderDoc captures Vulkan work; this run is on local-task"
+        assert f"open: no captures in this run: {refusal}" in log_text(app)
 
 
 async def test_help_screen_and_quit_from_it() -> None:
@@ -182,8 +184,9 @@ async def test_p_profiles_into_the_kernels_pane() -> None:
         table = app.query_one("#kernels-table", KeyedTable)
         await wait_for(pilot, lambda: table.row_count == 3, timeout=5.0)
         assert any("profile: 3 kernels" in line for line in app.query_one(LogPane).messages)
-        # Each row says how close the kernel came to the device's limit; at 200 columns every column shows.
-        assert set(table.shown) == {c.name for c in table.columns_all}
+        # Each row says how close the kernel came to the device's limit; at 200 columns every column shows but
+        # p50, the last to go, which gives its room to the kernel's `from` (its source lines: mlp.mlir:7:9 +1).
+        assert set(table.shown) >= {c.name for c in table.columns_all} - {"p50"} and "from" in table.shown
         row = table.row_cells("mlp_dispatch_0_matmul_256x1024x1024_f32")
         assert row["kernel"] == "0 matmul_256x1024x1024" and str(row["%peak"]).endswith("%")
         assert float(str(row["FLOP/s"])) > 0 and str(table.columns["FLOP/s"].label).endswith("FLOP/s")

@@ -72,10 +72,13 @@ def recorded_snapshot() -> RunSnapshot:
 def report_kernel_rows(text: str) -> tuple[str, dict[str, list[str]]]:
     """The report's kernel table: its header line, and each kernel's cells by full name."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["kernel", "count"])
+    start = next(i for i, line in enumerate(lines) if line.split()[:3] == ["kernel", "from", "count"])
     rows = {}
     for line in lines[start + 1 :]:
-        cells = line.split()
+        words = line.split()
+        # The `from` cell (mlp.mlir:7:9 +1) is one or two words: the count, a plain number, follows it.
+        count = next((i for i, word in enumerate(words[1:], start=1) if word.isdigit()), len(words))
+        cells = [*words[:1], *words[count:]]
         if not line.startswith("  ") or len(cells) != 12:
             break
         rows[cells[0]] = cells

@@ -61,7 +61,14 @@ from gputop.tui.panes import (
     in_column,
     share_rows,
 )
-from gputop.tui.screens import CaptureScreen, DeviceScreen, HelpScreen, RooflineScreen, TimelineScreen
+from gputop.tui.screens import (
+    CaptureScreen,
+    DeviceScreen,
+    HelpScreen,
+    LayersScreen,
+    RooflineScreen,
+    TimelineScreen,
+)
 from gputop.tui.text import farewell
 from gputop.tui.text.program import ended_text
 
@@ -82,9 +89,13 @@ MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so
 TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
 # The footer's keys, most needed first: where they do not all fit (80 columns), the last go first. `?` lists all.
-FOOTER_KEEP = ("question_mark", "q", "p", "t", "f", "space", "l", "c", "n", "d", "r", "e", "s")
+FOOTER_KEEP = ("question_mark", "q", "p", "t", "f", "L", "space", "l", "c", "n", "d", "r", "e", "s")
 # Not on a recorded run:
 LIVE_ACTIONS = ("toggle_pause", "profile", "counters", "capture", "reload", "choose_device", "export")
+# The run is getting ready (no snapshot yet, or importing, compiling, loading): a profile, counters pass or
+# capture asked for now waits for the calls and is taken once they start, rather than refused.
+PRE_RUN_STATES = ("idle", *BUSY_STATES)
+LIVE_STATES = ("running", "paused")
 
 PaneT = TypeVar("PaneT", bound=BoxPane)
 
@@ -116,17 +127,19 @@ class GputopApp(App[int]):
         Binding("space", "toggle_pause", "Pause"),
         Binding("p", "profile", "Profile"),
         Binding("P", "profile('full')", "Full profile", show=False),
-        Binding("n", "counters", "Counters"),
+        Binding("n", "counters", "Count"),
         Binding("t", "timeline", "Timeline"),
         Binding("c", "capture", "Capture"),
         Binding("o", "open_capture", "Open", show=False),
+        Binding("enter", "list_dispatches", "Dispatches", show=False),  # a table that has no use for it passes it on
         Binding("r", "reload", "Reload"),
         Binding("d", "choose_device", "Device"),
         Binding("e", "export", "Export"),
         Binding("l", "grow_log", "Log"),
         Binding("s", "save_svg", "SVG"),  # short: at 120 columns every key fits the footer
-        Binding("f", "roofline", "Roofline"),
-        Binding("b", "baseline", "Baseline", show=False),  # README: Comparing runs; the footer keeps its width
+        Binding("f", "roofline", "Roof"),  # short: with L every key still fits 120 columns
+        Binding("L", "layers", "Layers"),
+        Binding("b", "baseline", "Baseline", show=False),  # docs/comparing.md; the footer keeps its width
         *(Binding(pane.KEY, f"bring_forward('{pane.PANE_ID}')", show=False) for pane in by_key()),
     ]
 
@@ -137,6 +150,8 @@ class GputopApp(App[int]):
         self.source = source
         self.baseline = baseline  # a recorded run the Run pane, the Kernels table and the Timeline compare with
         self._baseline_pick = -1  # which of the past sessions `b` shows now (-1: the one given, or none)
+        self._waiting: dict[str, str] = {}  # requests made before the calls started, taken once they do (kind: level)
+        self._capture_refusal: str | None = None  # why `c` was refused on this run: `o` and `enter` say the same
         self._handle_signals = handle_signals  # only the real command line: tests keep pytest's handlers
         self.snapshot: RunSnapshot | None = None
         self.frames = 0
@@ -317,6 +332,8 @@ class GputopApp(App[int]):
         if message.generation < self._generation:
             return  # the run before a reload or a device switch: none of its numbers are drawn
         self.snapshot = message.snapshot
+        if self._waiting and message.snapshot.state not in PRE_RUN_STATES:
+            self._take_waiting(message.snapshot.state)
         wait = MIN_FRAME_S - (time.monotonic() - self._last_frame)
         if wait <= 0:
             self._draw()
@@ -335,7 +352,7 @@ class GputopApp(App[int]):
         for pane in self._panes.values():
             pane.show(snapshot)
         self._log_pane.show(snapshot)
-        if isinstance(self.screen, (TimelineScreen, RooflineScreen)):
+        if isinstance(self.screen, (TimelineScreen, RooflineScreen, LayersScreen)):
             self.screen.show(snapshot)
         self.call_after_refresh(self._share_spare_rows)  # a table that gained rows, a line that came or went
         if len(self._draw_ages_ms) < MAX_AGES:
@@ -350,6 +367,13 @@ class GputopApp(App[int]):
 
     def log_line(self, level: str, message: str) -> None:
         self._log_pane.add(level, message)
+
+    def answer(self, level: str, message: str) -> None:
+        """A key's answer, in one line: in the Log, and as a toast too where the Log cannot be seen now (a window
+        over the panes, or a screen too small for them)."""
+        self.log_line(level, message)
+        if self.screen is not self._home or self._home.has_class("too-small"):
+            self.notify(message, severity="information" if level == "info" else level)  # type: ignore[arg-type]
 
     def on_source_note(self, message: SourceNote) -> None:
         self.log_line(message.level, message.text)
@@ -374,31 +398,92 @@ class GputopApp(App[int]):
         if state is None:
             current = self.snapshot.state if self.snapshot else "idle"
             reason = getattr(self.source, "pause_refused", None)  # a viewer's: the run's own words
-            self.log_line("warning", f"pause: {reason or f'nothing to pause while {current}'}")
+            self.answer("warning", f"pause: {reason or f'nothing to pause while {current}'}")
         else:
-            self.log_line("info", "paused" if state == "paused" else "resumed")
+            self.answer("info", "paused" if state == "paused" else "resumed")
 
     def action_profile(self, level: str = "default") -> None:
         self.bring_forward(KernelsPane.PANE_ID)
+        if self._wait_for_calls("profile", level):
+            return
         reason = self.source.request_profile(level)
         if reason:
-            self.log_line("warning", f"profile: {reason}")
+            self.answer("warning", f"profile: {reason}")
         elif level == "full":  # said, as the pass it is: it may cost the calls more than 5%
-            self.log_line("info", "profile: a full pass, every record in the explained calls")
+            self.answer("info", "profile: a full pass, every record in the explained calls")
 
     def action_counters(self) -> None:
         self.bring_forward(KernelsPane.PANE_ID)
+        if self._wait_for_calls("counters"):
+            return
         reason = self.source.request_counters()
         if reason:
-            self.log_line("warning", f"counters: {reason}")
+            self.answer("warning", f"counters: {reason}")
 
     def action_capture(self) -> None:
         self.bring_forward(CapturesPane.PANE_ID)
+        if self._wait_for_calls("capture"):
+            return
         reason = self.source.request_capture()
-        self.log_line(*(("warning", f"capture: {reason}") if reason else ("info", "capturing the next call...")))
+        if reason and self.snapshot is not None and self.snapshot.state in LIVE_STATES:
+            self._capture_refusal = reason  # the run's own reason, not a passing state's
+        self.answer(*(("warning", f"capture: {reason}") if reason else ("info", "capturing the next call...")))
+
+    def _wait_for_calls(self, kind: str, level: str = "") -> bool:
+        """While the run gets ready (compiling, loading), keep `kind` (profile, counters, capture) to take once
+        its calls start, and say so; False when the run is past that (the request is made now)."""
+        state = self.snapshot.state if self.snapshot else "idle"
+        if state not in PRE_RUN_STATES or self._quitting:
+            return False
+        if self._waiting.get(kind) != "full":  # a full pass asked for stays full
+            self._waiting[kind] = level
+        self.answer(
+            "info", f"{kind}: queued while {state}: the {queued_noun(kind, level)} starts once the module is loaded"
+        )
+        return True
+
+    def _take_waiting(self, state: str) -> None:
+        """The run has left its getting-ready states: take what was asked meanwhile, or say why it cannot be."""
+        waiting, self._waiting = self._waiting, {}
+        for kind, level in waiting.items():
+            if state not in LIVE_STATES:
+                self.answer("warning", f"{kind}: not taken: the run is {state} before any call")
+                continue
+            self.answer("info", f"{kind}: the module is loaded; starting the queued {queued_noun(kind, level)}")
+            if kind == "profile":
+                self.action_profile(level or "default")
+            elif kind == "counters":
+                self.action_counters()
+            else:
+                self.action_capture()
 
     def action_open_capture(self) -> None:
-        self.pane(CapturesPane).open_selected(self.log_line)
+        pane = self.pane(CapturesPane)
+        if pane.selected_path() is None:
+            self.answer("info", f"open: {self._no_capture()}")
+            return
+        pane.open_selected(self.answer)
+
+    def action_list_dispatches(self) -> None:
+        """`enter`: the selected capture's dispatch list (the Captures table does the same where it has focus)."""
+        path = self.pane(CapturesPane).selected_path()
+        if path is None:
+            self.answer("info", f"enter: {self._no_capture()}")
+            return
+        self.pane(CapturesPane).post_message(CapturesPane.Chosen(path))
+
+    def _no_capture(self) -> str:
+        """What `o` and `enter` say where there is no capture: why there can be none here, as `c` said it."""
+        snapshot = self.snapshot
+        if not self.source.live:
+            return "no captures in this recorded run"
+        if snapshot is not None and snapshot.program is not None:
+            return "no captures of a watched program: run it under renderdoccmd capture"
+        status = snapshot.renderdoc if snapshot is not None else None
+        why = self._capture_refusal or (status if status and not status.startswith("RenderDoc 1.") else None)
+        if why:
+            return f"no captures in this run: {why}"
+        return "no capture yet: press c to capture the next call"
 
     def on_captures_pane_chosen(self, message: CapturesPane.Chosen) -> None:
         self.log_line("info", f"reading {Path(message.path).name}: its dispatches, and a replay where it can...")
@@ -418,7 +503,7 @@ class GputopApp(App[int]):
         """Say in the log why `action` cannot happen here (a recorded run, another process's), if it cannot."""
         reason = self.source.refusal(action)
         if reason:
-            self.log_line("warning", f"{action}: {reason}")
+            self.answer("warning", f"{action}: {reason}")
         return reason is not None
 
     def action_reload(self) -> None:
@@ -454,6 +539,7 @@ class GputopApp(App[int]):
         """
         self._generation = self.source.generation + 1
         self._log_pane.reset()  # the new run numbers its events from 1
+        self._capture_refusal = None  # the new run (another device, perhaps) gives its own
         old = self.snapshot
         if old is None:
             return
@@ -479,6 +565,9 @@ class GputopApp(App[int]):
 
     def action_export(self) -> None:
         if self._refused("export"):
+            return
+        if self.snapshot is None:
+            self.answer("info", "export: nothing to report until the run has started")
             return
         self._export()
 
@@ -531,6 +620,14 @@ class GputopApp(App[int]):
 
     def action_bring_forward(self, pane_id: str) -> None:
         self.bring_forward(pane_id)
+        if not self._home.has_class("compact"):  # every pane is on screen: the key has nothing to bring
+            pane = self._panes[pane_id]
+            pane.scroll_visible(animate=False)
+            keys = f"{by_key()[0].KEY}-{by_key()[-1].KEY}"
+            below = "x".join(map(str, COMPACT_BELOW))
+            self.answer(
+                "info", f"{pane.KEY}: every pane is on screen at this size ({keys} bring one forward under {below})"
+            )
 
     def action_grow_log(self) -> None:
         """The Log pane holds a few lines; `l` gives it half the screen, and back."""
@@ -550,38 +647,48 @@ class GputopApp(App[int]):
             self.push_screen(TimelineScreen(self.snapshot))
 
     def action_baseline(self) -> None:
-        """`b`: the next earlier session of this target (newest first) as the baseline; past the oldest, none."""
+        """`b`: the next earlier session of this target as the baseline, those on this run's device first (newest
+        first), then those on other devices, each named as such; past the oldest, none."""
         snapshot = self.snapshot
         if snapshot is None:
+            self.answer("info", "baseline: nothing to compare until the run has started")
             return
         own = Path(snapshot.session_dir) if snapshot.session_dir else self.source.session_dir
+        device = snapshot.device.id if snapshot.device else None
         try:
-            choices = baseline_choices(snapshot.target, own)
+            choices = baseline_choices(snapshot.target, own, device)
         except Exception as exc:  # an unreadable store must not end the screen
-            self.log_line("warning", f"baseline: {exc}")
+            self.answer("warning", f"baseline: {exc}")
             return
         if not choices:
-            self.log_line("info", f"baseline: no earlier session of {snapshot.target} with kept call samples")
+            self.answer("info", f"baseline: no earlier session of {snapshot.target} with kept call samples")
             return
         self._baseline_pick += 1
         if self._baseline_pick >= len(choices):
             self._baseline_pick = -1
             self.baseline = None
-            self.log_line("info", "baseline: none (b picks one again)")
+            self.answer("info", "baseline: none (b picks one again)")
         else:
             try:
                 self.baseline = load_baseline(choices[self._baseline_pick])
             except Exception as exc:
-                self.log_line("warning", f"baseline: {exc}")
+                self.answer("warning", f"baseline: {exc}")
                 return
-            self.log_line(
-                "info", f"baseline: {self.baseline.label} ({self._baseline_pick + 1} of {len(choices)}; b for the next)"
+            other = self.baseline.other_device(device)
+            where = f", on {other}, not {device}: a comparison across devices" if other else ""
+            self.answer(
+                "warning" if other else "info",
+                f"baseline: {self.baseline.label}{where} ({self._baseline_pick + 1} of {len(choices)}; b for the next)",
             )
         self._draw()
 
     def action_roofline(self) -> None:
         if not isinstance(self.screen, RooflineScreen):
             self.push_screen(RooflineScreen(self.snapshot))
+
+    def action_layers(self) -> None:
+        if not isinstance(self.screen, LayersScreen):
+            self.push_screen(LayersScreen(self.snapshot))
 
     # -- failures of workers, in one place ---------------------------------------
     @on(Worker.StateChanged)
@@ -590,6 +697,12 @@ class GputopApp(App[int]):
             self.log_line("error", f"{event.worker.name}: {event.worker.error}")
             if self._quitting:
                 self.exit(1)
+
+
+def queued_noun(kind: str, level: str = "") -> str:
+    """What a request made before the calls started is called while it waits: `full profile pass`, `capture`."""
+    noun = {"profile": "profile pass", "counters": "counters pass"}.get(kind, kind)
+    return f"full {noun}" if level == "full" else noun
 
 
 def run_engine_app(

@@ -48,16 +48,19 @@ def _rows(title: str, rows: tuple[Row, ...]) -> list[str]:
 
 def _kernel_line(kernel: KernelChange, width: int) -> str:
     name = kernel.name
-    if kernel.match == "position":
+    if kernel.match in ("position", "source ops"):
         name = f"{kernel.name_a} -> {kernel.name_b}"
     per_call = f"{ms(kernel.ms_per_call_a)} -> {ms(kernel.ms_per_call_b)}/call"
+    came_from = f"  from {kernel.source_label}" if kernel.source_label else ""
     if kernel.change is None:
-        return f"  {name:<{width}}  {kernel.match:<8}  {per_call}"
+        return f"  {name:<{width}}  {kernel.match:<8}  {per_call}{came_from}"
     change = kernel.change
     mark = change.mark
-    return f"  {name:<{width}}  {mark:>8}  {per_call}  {_interval(change)}" + (
-        "  (renamed)" if kernel.match == "position" else ""
-    )
+    if kernel.match == "source ops":  # IREE named them apart; the ops they were formed from are the same
+        came_from = f"  (matched by source ops: {kernel.source_label})"
+    elif kernel.match == "position":
+        came_from = "  (renamed)" + came_from
+    return f"  {name:<{width}}  {mark:>8}  {per_call}  {_interval(change)}{came_from}"
 
 
 def comparison_text(comparison: Comparison) -> str:

@@ -12,7 +12,7 @@ coarser, and the check says which it applied. An output with no reference is
 named as unchecked, so a forgotten file never reads as a full pass. NaN and ±Inf
 must sit where the reference has them (not an infinite error when they do),
 integers are compared in the reference's signedness, and a failed check says
-how many elements differ and the first of them.
+how many elements differ and the first few of them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,15 @@ from gputop.core.errors import UsageError
 from gputop.core.files import require_file
 from gputop.core.snapshot import Mismatch, OutputCheck, Tolerance
 
-__all__ = ["TOLERANCES", "compare_outputs", "load_reference", "load_tensor_file", "tolerance_for"]
+__all__ = [
+    "FIRST_MISMATCHES",
+    "TOLERANCES",
+    "check_tensor_file",
+    "compare_outputs",
+    "load_reference",
+    "load_tensor_file",
+    "tolerance_for",
+]
 
 # Tolerances per element type, (rtol, atol): rtol is relative to the output's largest reference
 # magnitude, and each is a few units in the last place of the type (bf16 keeps 8 bits, float8
@@ -39,6 +47,7 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "float8": (0.25, 0.0),
 }
 DEFAULT_RTOL, DEFAULT_ATOL = TOLERANCES["float32"]
+FIRST_MISMATCHES = 5  # elements a failed check names (index, got, expected): enough to see a pattern
 
 
 def tolerance_for(dtype: np.dtype) -> tuple[float, float]:
@@ -64,9 +73,20 @@ def applied_tolerance(got: np.dtype, want: np.dtype) -> tuple[str, float, float]
     return str(got), got_rtol, got_atol
 
 
+def check_tensor_file(path: Path, what: str = "reference") -> None:
+    """What can be known of a tensor file before it is read: it is a readable `.npy` or `.pb` file.
+
+    A run checks its references and input files this way before it starts (a usage error then
+    costs no session); `load_tensor_file` checks the same on reading.
+    """
+    require_file(path, what)
+    if path.suffix not in (".npy", ".pb"):
+        raise UsageError(f"{what} {path}: use a .npy or .pb file")
+
+
 def load_tensor_file(path: Path, what: str = "reference") -> np.ndarray:
     """A tensor from `.npy` or an ONNX `TensorProto` `.pb` file (for inputs and references)."""
-    require_file(path, what)
+    check_tensor_file(path, what)
     if path.suffix == ".npy":
         try:
             return np.load(path, allow_pickle=False)
@@ -84,7 +104,7 @@ def load_tensor_file(path: Path, what: str = "reference") -> np.ndarray:
         except Exception as exc:
             raise UsageError(f"{what} {path}: not an ONNX TensorProto ({exc})") from None
         return np.asarray(numpy_helper.to_array(tensor))
-    raise UsageError(f"{what} {path}: use a .npy or .pb file")
+    raise AssertionError(path.suffix)  # check_tensor_file allows no other suffix
 
 
 def load_reference(path: Path) -> np.ndarray:
@@ -131,7 +151,7 @@ def compare_outputs(
     max_abs = 0.0
     max_rel = 0.0
     mismatches = 0
-    first: Mismatch | None = None
+    firsts: list[Mismatch] = []
     tolerances: list[Tolerance] = []
     for index, (got_raw, want) in enumerate(zip(outputs, expected, strict=False)):
         if got_raw.shape != want.shape:
@@ -160,13 +180,27 @@ def compare_outputs(
         worst = float("inf") if bool(special_wrong.any()) else float(error.max(initial=0.0))
         max_abs = max(max_abs, worst)
         max_rel = max(max_rel, worst / scale if scale else worst)
-        if count and first is None:
-            at = tuple(int(i) for i in np.unravel_index(int(np.argmax(wrong)), wrong.shape))
-            first = Mismatch(index, at, _scalar(got[at]), _scalar(want[at]))
+        if count and len(firsts) < FIRST_MISMATCHES:
+            for position in _first_true(wrong.reshape(-1), FIRST_MISMATCHES - len(firsts)):
+                at = tuple(int(i) for i in np.unravel_index(position, wrong.shape))
+                firsts.append(Mismatch(index, at, _scalar(got[at]), _scalar(want[at])))
         mismatches += count
     return OutputCheck(mismatches == 0, max_abs, max_rel, reference=reference, mismatches=mismatches,
-                       first_mismatch=first, tolerances=tuple(tolerances),
+                       first_mismatch=firsts[0] if firsts else None, first_mismatches=tuple(firsts),
+                       tolerances=tuple(tolerances),
                        unchecked=tuple(range(len(expected), len(outputs))))  # fmt: skip
+
+
+def _first_true(flat: np.ndarray, wanted: int, chunk: int = 1 << 20) -> list[int]:
+    """The positions of the first `wanted` True values of `flat`, found a chunk at a time: an output
+    that is wrong everywhere must not cost an index array as large as itself for a few of them."""
+    found: list[int] = []
+    for start in range(0, flat.size, chunk):
+        hits = np.flatnonzero(flat[start : start + chunk])[: wanted - len(found)]
+        found.extend(start + int(hit) for hit in hits)
+        if len(found) >= wanted:
+            break
+    return found
 
 
 def _scalar(value: Any) -> float | int | bool:

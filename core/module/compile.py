@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gputop.core.errors import CompileError, UsageError
+from gputop.core.errors import CompileError, GputopError, UsageError
 from gputop.core.files import file_sha256, require_file
 from gputop.core.module.diagnostics import TRAILING_LOC, looks_like_crash, parse_diagnostics
 from gputop.core.module.targets import KnownBadTarget, known_bad_target
@@ -42,8 +42,11 @@ from gputop.core.processes import pid_alive, run_logged
 from gputop.core.snapshot import Diagnostic
 
 __all__ = [
+    "DEBUGINFO_FLAG",
     "DIGEST_SUFFIX",
+    "LOCATED_MARK",
     "MAX_SOURCE_BYTES",
+    "SITES_SUFFIX",
     "SOURCES_DUMP_FLAG",
     "WORKAROUNDS",
     "CompiledModule",
@@ -52,6 +55,7 @@ __all__ = [
     "compile_failure",
     "compile_module",
     "compiler_version",
+    "dump_dispatch_sites",
     "find_compiler",
     "read_source",
     "remove_stale_partials",
@@ -229,12 +233,19 @@ def _compile_once(
     if use_cache and cached.exists() and not _intact(cached, notify):
         cached.unlink(missing_ok=True)  # never loaded again; the compile below puts a good one in its place
     if use_cache and cached.exists() and cached.stat().st_size > 0:
-        if not cached.with_suffix(".sources").is_dir():
-            # Cached before gputop kept the executable sources: dump them alone (no codegen, about a second).
+        if (
+            not (cached.with_suffix(".sources") / LOCATED_MARK).exists()
+            or not cached.with_suffix(SITES_SUFFIX).exists()
+        ):
+            # Cached before gputop kept the executable sources, or kept them without their ops' locations
+            # (which name each kernel's source ops): dump them alone (no codegen, about a second).
+            shutil.rmtree(cached.with_suffix(".sources"), ignore_errors=True)
+            cached.with_suffix(".work.json").unlink(missing_ok=True)
             source_for_compiler = _source_file(source_path, data, log_root, key, write_source)
             _dump_sources_only(
                 source_for_compiler, flags, cached.with_suffix(".sources"), log_root, key, cancel, notify
             )
+            dump_dispatch_sites(source_for_compiler, flags, cached.with_suffix(SITES_SUFFIX), log_root, key, cancel)
         # The first compile's log travels with the module: this session gets its copy and warnings.
         cached_log = cached.with_suffix(".log")
         if not cached_log.exists():
@@ -253,8 +264,17 @@ def _compile_once(
     dump = _sources_flags(flags, unfinished.with_suffix(".sources.partial"))
     command = [find_compiler(), str(source_for_compiler), *flags, *dump, "-o", str(unfinished)]
     started = time.perf_counter()
+    # The dispatch sites (a few seconds at most, the compile's first half) beside the compile, on another core.
+    sites = threading.Thread(
+        target=dump_dispatch_sites,
+        args=(source_for_compiler, flags, cached.with_suffix(SITES_SUFFIX), log_root, key, cancel),
+        name="gputop-dispatch-sites",
+        daemon=True,
+    )
+    sites.start()
     text, returncode = run_logged(command, log_path, cancel, what="compile", on_stall=_stall_notice(notify))
     elapsed = time.perf_counter() - started
+    sites.join()
     diagnostics = tuple(parse_diagnostics(text, log_path=str(log_path)))
     if returncode != 0 or not unfinished.exists():
         unfinished.unlink(missing_ok=True)
@@ -272,6 +292,22 @@ def _compile_once(
 
 
 SOURCES_DUMP_FLAG = "--iree-hal-dump-executable-sources-to"
+# Printed with each op's location, the dumped sources say which ONNX node or source line every op of a
+# kernel came from (`profiling/source_ops.py`). The flag changes only what is printed, not the module.
+DEBUGINFO_FLAG = "--mlir-print-debuginfo"
+# Written into a kept sources folder dumped with DEBUGINFO_FLAG (older caches lack it and are dumped again).
+LOCATED_MARK = ".located"
+# The module's dispatch sites (`flow.dispatch @exe::@export ... loc(...)`, one line each), kept beside it: IREE
+# gives identical executables one name, so one kernel may run for several layers (q, k and v projections of
+# one shape; a ResNet's repeated blocks), and only its sites name them all. Printed inline, constants elided.
+SITES_SUFFIX = ".sites.mlir"
+SITES_FLAGS = (
+    "--compile-to=flow",
+    DEBUGINFO_FLAG,
+    "--mlir-print-local-scope",
+    "--mlir-elide-elementsattrs-if-larger=16",
+    "--mlir-elide-resource-strings-if-larger=16",
+)
 DIGEST_SUFFIX = ".sha256"
 
 
@@ -350,13 +386,16 @@ def _sources_flags(flags: tuple[str, ...], folder: Path) -> tuple[str, ...]:
     """The flag that dumps the executable sources into `folder`, unless the user's flags dump them already."""
     if any(f.startswith((SOURCES_DUMP_FLAG, "--iree-hal-dump-executable-files-to")) for f in flags):
         return ()  # the option may be given once only
-    return (f"{SOURCES_DUMP_FLAG}={folder}",)
+    located = () if DEBUGINFO_FLAG in flags else (DEBUGINFO_FLAG,)
+    return (f"{SOURCES_DUMP_FLAG}={folder}", *located)
 
 
 def _keep_sources(dumped: Path, sources: Path) -> None:
     """Move a finished dump beside the cached module (another process may have put one there first)."""
     if not dumped.is_dir():
         return
+    with contextlib.suppress(OSError):
+        (dumped / LOCATED_MARK).touch()
     try:
         os.replace(dumped, sources)
     except OSError:  # already there from a concurrent compile of the same key: theirs is as good
@@ -401,6 +440,37 @@ def _dump_sources_only(
     else:  # an empty folder: the next cache hit does not try again, and the work says it has no sources
         shutil.rmtree(partial, ignore_errors=True)
         sources.mkdir(exist_ok=True)
+        with contextlib.suppress(OSError):
+            (sources / LOCATED_MARK).touch()
+
+
+def dump_dispatch_sites(
+    source: Path, flags: tuple[str, ...], out: Path, log_root: Path, key: str, cancel: threading.Event | None
+) -> None:
+    """Write the module's dispatch sites to `out`; where the compiler fails, an empty file (tried once: without
+    it a kernel is named by its executable's own ops, which may be one of the several layers it runs for)."""
+    printing = ("--mlir-print-debuginfo", "--mlir-print-local-scope", "--mlir-elide", "--compile-to", "-o")
+    kept = tuple(flag for flag in flags if not flag.startswith(printing) and not flag.startswith("--iree-hal-dump"))
+    partial = out.with_name(f"{out.name}.{os.getpid()}.{threading.get_ident()}.partial")  # renamed when whole
+    command = [find_compiler(), str(source), *kept, *SITES_FLAGS, "-o", str(partial)]
+    try:
+        _, returncode = run_logged(command, log_root / f"sites-{key[:12]}.log", cancel, what="the dispatch sites")
+    except GputopError:  # cancelled, or no room for its log: the compile itself says so
+        partial.unlink(missing_ok=True)
+        return
+    with contextlib.suppress(OSError):
+        if returncode != 0 or not partial.exists():
+            partial.unlink(missing_ok=True)
+            partial.write_text("", encoding="utf-8")
+        _keep_dispatch_lines(partial)
+        os.replace(partial, out)
+
+
+def _keep_dispatch_lines(path: Path) -> None:
+    """Only the dispatch sites of the flow IR (a large model's is megabytes; its sites a few kilobytes)."""
+    with path.open(encoding="utf-8", errors="replace") as file:
+        lines = [line.strip() for line in file if "flow.dispatch @" in line]
+    path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
 
 
 def compile_failure(

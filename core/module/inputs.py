@@ -22,6 +22,7 @@ from gputop.core.module.signature import BUFFER_VIEW, DTYPES, FunctionSignature,
 
 __all__ = [
     "DEFAULT_SEED",
+    "check_input_files",
     "load_array_file",
     "make_inputs",
     "parse_input",
@@ -53,9 +54,29 @@ def load_array_file(path: Path) -> np.ndarray:
     """A `.npy` or ONNX `.pb` tensor file as an array, with one-line errors."""
     from gputop.core.module.check import load_tensor_file
 
+    _check_array_file(path)
+    return load_tensor_file(path, "input file")
+
+
+def _check_array_file(path: Path) -> None:
+    from gputop.core.module.check import check_tensor_file
+
     if path.suffix not in (".npy", ".pb") and path.exists():
         raise UsageError(f"input file {path}: use a .npy or .pb file, or TYPE=@file.bin for raw bytes")
-    return load_tensor_file(path, "input file")
+    check_tensor_file(path, "input file")
+
+
+def check_input_files(text: str) -> None:
+    """The files one `--input` names (`@x.npy`, `TYPE=@x.bin`) are there to read: what can be checked of it
+    before a run starts, with the errors reading it would give. Its other words wait for the function's
+    signature (a scalar argument reads `3` as a value, not a tensor type)."""
+    text = text.strip()
+    if text.startswith("@"):
+        _check_array_file(Path(text[1:]))
+        return
+    _, _, value = text.partition("=")
+    if value.strip().startswith("@"):
+        require_file(Path(value.strip()[1:]), "input file")
 
 
 def parse_input(text: str) -> np.ndarray:

@@ -16,8 +16,9 @@ from dataclasses import replace
 
 from gputop.core.profiling.name_work import work_from_name
 from gputop.core.profiling.peaks import at_clock, compute_peak_tflops, peaks_for
+from gputop.core.profiling.source_ops import SourceOpMap, layer_times, with_source_ops
 from gputop.core.profiling.work import DispatchWork, ModuleWork
-from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary
+from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary, SourceOp
 
 __all__ = ["KernelEfficiency", "rate_kernel", "ridge_intensity"]
 
@@ -65,8 +66,11 @@ def rate_kernel(kernel: KernelTiming, work: DispatchWork | None, peaks: DevicePe
 class KernelEfficiency:
     """Rates the kernels of one module on one device, pass after pass (the peaks are looked up once)."""
 
-    def __init__(self, device: DeviceInfo, work: ModuleWork, gpu_name: str | None = None) -> None:
+    def __init__(
+        self, device: DeviceInfo, work: ModuleWork, gpu_name: str | None = None, source_map: SourceOpMap | None = None
+    ) -> None:
         self._work = work
+        self._source_map = source_map or SourceOpMap(None, work.reason)
         self._peaks, self._peaks_reason = peaks_for(device.kind, [gpu_name or "", device.name])
 
     @property
@@ -85,6 +89,19 @@ class KernelEfficiency:
             return f"the dispatch names: {self._work.reason}"
         return self._work.source
 
+    def source_ops_named(self, kernel: str) -> tuple[SourceOp, ...] | None:
+        """The source ops of the kernel a profile calls `kernel`; None where they are not known (for a trace
+        written before the pass's kernels are rated)."""
+        return self._source_map.ops_for(self._work.lookup(kernel))[0]
+
+    def source_ops_of(self, kernel: KernelTiming) -> KernelTiming:
+        """`kernel` with the source ops it was formed from, or why they are not known."""
+        ops, reason = self._source_map.ops_for(self._work.lookup(kernel.name))
+        return with_source_ops(kernel, ops, reason)
+
+    def _rate_and_name(self, kernel: KernelTiming, peaks: DevicePeaks | None) -> KernelTiming:
+        return self.source_ops_of(rate_kernel(kernel, self.work_of(kernel.name), peaks, ""))
+
     def annotate(self, summary: ProfileSummary, clocks: PassClocks | None, clocks_reason: str | None) -> ProfileSummary:
         """`summary` with every kernel rated and the pass's clocks, peaks and work source beside them."""
         peaks = self._peaks
@@ -93,10 +110,12 @@ class KernelEfficiency:
             peaks = at_clock(peaks, clocks.mean_sm_mhz, clocks.mean_mem_mhz, max_mem)
         # Against an estimate (a CPU's peaks) a share may pass 100%: kept as computed, with
         # `peaks.estimate`; every face shows it as `>100%*` (units.share_of_ceiling).
-        kernels = tuple(rate_kernel(k, self.work_of(k.name), peaks, "") for k in summary.kernels)
+        kernels = tuple(self._rate_and_name(k, peaks) for k in summary.kernels)
         return replace(
             summary,
             kernels=kernels,
+            layers=layer_times(kernels),
+            source_ops_reason=self._source_map.reason,
             clocks=clocks,
             clocks_reason=None if clocks is not None else clocks_reason,
             peaks=peaks,

@@ -18,7 +18,7 @@ import json
 import subprocess
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,9 @@ from gputop.core.files import require_file
 from gputop.core.processes import child_options
 from gputop.core.profiling.call_marks import call_windows
 from gputop.core.profiling.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
+from gputop.core.profiling.source_ops import display_name
 from gputop.core.profiling.timeline import CallRecords, ClockFit, Interval, call_trace, fit_clock
-from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary
+from gputop.core.snapshot import DeviceInfo, KernelTiming, PoolUsage, ProfileSummary, SourceOp
 
 __all__ = [
     "ALLOC_OPS",
@@ -41,6 +42,7 @@ __all__ = [
     "DispatchEvent",
     "OpSpan",
     "ProfileRecords",
+    "SourceOpsOf",
     "benchmark_call_ms",
     "breakdown_source",
     "calls_window_ns",
@@ -56,6 +58,7 @@ __all__ = [
     "profiled_calls_command",
     "read_profile",
     "runtime_tool",
+    "source_ops_arg",
     "summarize_events",
     "timed_repetitions",
     "write_trace",
@@ -381,9 +384,45 @@ def pass_stem(folder: Path, kind: str = "profile") -> str:
     raise ProfileError(f"{folder}: no free name for a profile pass's files")
 
 
-def write_trace(events: list[DispatchEvent], device_id: str, path: Path, *, calls: Sequence[CallRecords] = ()) -> Path:
-    """The pass as a Chrome trace; with the calls' records, on the host time axis with their breakdown."""
+# A kernel's source ops by its name (`KernelEfficiency.source_ops_named`); None where they are not known.
+SourceOpsOf = Callable[[str], tuple[SourceOp, ...] | None]
+
+
+def source_ops_arg(ops: Sequence[SourceOp]) -> str:
+    """A trace event's `source_ops`: `/layers/conv1/Conv (Conv) model.mlir:12:10; /layers/relu1/Relu (Relu) ...`,
+    or `linalg.matmul mlp.mlir:7:9` for an op without a name."""
+    parts = []
+    for op in ops:
+        what = f"{display_name(op)} ({op.op})" if op.name else op.op
+        parts.append(f"{what} {op.loc}" if op.loc else what)
+    return "; ".join(parts)
+
+
+def write_trace(
+    events: list[DispatchEvent],
+    device_id: str,
+    path: Path,
+    *,
+    calls: Sequence[CallRecords] = (),
+    source_ops: SourceOpsOf | None = None,
+) -> Path:
+    """The pass as a Chrome trace; with the calls' records, on the host time axis with their breakdown.
+
+    With `source_ops`, each dispatch whose source ops are known carries them in its args (`source_ops`), so
+    Perfetto names the model's layers beside IREE's kernel name.
+    """
     trace = call_trace(calls, device_id) if calls else chrome_trace(events, device_id)
+    if source_ops is not None:
+        said: dict[str, str | None] = {}  # one look-up per kernel, not per dispatch
+        for event in trace["traceEvents"]:
+            if event.get("cat") != "dispatch":
+                continue
+            name = str(event.get("name"))
+            if name not in said:
+                ops = source_ops(name)
+                said[name] = source_ops_arg(ops) if ops else None
+            if said[name]:
+                event.setdefault("args", {})["source_ops"] = said[name]
     path.write_text(json.dumps(trace))
     return path
 
@@ -491,10 +530,10 @@ def ireeprof_calls(
     """Each profiled call's records on IREE's host clock, and how device time was placed on it.
 
     `walls_ms` are the benchmark tool's synced wall times, one per call in order.
-    `marks` are its timer's (start, stop) stretches from `call_marks`: a call's window is
-    the stretch holding its first record. Without them a call's window runs from its
-    first submission to the completion the host saw, and the rest of its wall time is
-    unaccounted.
+    `marks` are its timer's (start, stop) stretches from `call_marks`: a call's window starts
+    where the stretch holding its first record starts and lasts the call's wall time.
+    Without them a call's window runs from its first submission to the completion the
+    host saw, and the rest of its wall time is unaccounted.
     """
     fits: dict[int, ClockFit] = {}
     for ordinal in {c.device_ordinal for c in records.clocks}:
@@ -587,11 +626,15 @@ def ireeprof_calls(
         moved += [mark for submission, mark in records.memory_marks if submission in submitted]
         seen = [t for t in moved if device_end is not None and t >= device_end]
         window = windows[index] if index < len(windows) else None
+        # The call is the tool's own figure, from the mark at its start: the pass's synced wall (the Kernels
+        # header, the Log, the pass's cost) and the breakdown's must be one number. Google Benchmark reads its
+        # wall clock a few instructions from each mark; a host that descheduled the tool between the two at
+        # the stop made the marks' stretch 54.9 ms where the tool said 45.4 (issue 49, a busy 2-core machine).
         result.append(
             CallRecords(
-                wall_ns=(window[1] - window[0]) if window is not None else wall * 1e6,
+                wall_ns=wall * 1e6,
                 start_ns=window[0] if window is not None else None,
-                end_ns=window[1] if window is not None else None,
+                end_ns=window[0] + wall * 1e6 if window is not None else None,
                 alloc_ops=tuple(allocs),
                 queue_ops=tuple(queued),
                 submissions=tuple(submissions),

@@ -26,6 +26,7 @@ from gputop.core.profiling.profiles import (
     PROFILING_MODES,
     DispatchEvent,
     ProfileRecords,
+    SourceOpsOf,
     benchmark_call_ms,
     breakdown_source,
     calls_window_ns,
@@ -146,8 +147,10 @@ def profile_with_ireeprof(
     *,
     with_overhead: bool = True,
     level: str = "default",
+    source_ops: SourceOpsOf | None = None,
 ) -> tuple[ProfileSummary, list[DispatchEvent], tuple[float, float] | None]:
-    """Run `calls` profiled calls with the shipped benchmark tool; decode; write the trace.
+    """Run `calls` profiled calls with the shipped benchmark tool; decode; write the trace (each dispatch with
+    its source ops, where `source_ops` knows them).
 
     With `with_overhead`, unprofiled runs of the same tool on each side of a profiled run set its calls
     against unprofiled ones (`overhead.py` says why a separate run). At the `default` level a run with
@@ -172,7 +175,7 @@ def profile_with_ireeprof(
         explained = tool.profiled(cheaper, "-explained")
         explained = tool.cost(explained, after + tool.unprofiled("after-explained"), "run without dispatch timestamps")
     events = full.records.dispatches
-    trace = write_trace(events, device.id, out_dir / f"{tool.stem}.trace.json", calls=full.calls)
+    trace = write_trace(events, device.id, out_dir / f"{tool.stem}.trace.json", calls=full.calls, source_ops=source_ops)
     summary = summarize_events(
         events, calls=calls, source="ireeprof", device_id=device.id,
         # The synced wall of the run the kernels were timed in, so that wall minus kernels is one run's gap; the

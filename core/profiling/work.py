@@ -50,7 +50,8 @@ __all__ = [
 ]
 
 WORK_FORMAT = "gputop-work"
-WORK_VERSION = 1
+# 2: each dispatch carries its ops' source locations (`locs`), read by `source_ops.py`.
+WORK_VERSION = 2
 
 # FLOPs per op in a body, per iteration point.
 FLOP_OPS = {
@@ -74,6 +75,7 @@ DATA_MOVEMENT = {
     "tensor.extract", "tensor.insert", "tensor.splat", "tensor.from_elements", "tensor.dim", "tensor.yield",
     "linalg.pack", "linalg.unpack", "iree_linalg_ext.im2col", "linalg.yield",
 }  # fmt: skip
+BODY_ARITHMETIC = ("arith.", "math.")
 IGNORED_DIALECTS = ("arith.", "math.", "hal.", "iree_tensor_ext.", "util.", "func.", "affine.", "flow.")
 # Aggregate ops with a documented decomposition: FLOPs per element of the operand.
 SOFTMAX_FLOPS_PER_ELEMENT = 4  # max-reduce (0), subtract, exp, sum, divide (linalg.softmax's decomposition)
@@ -97,6 +99,10 @@ class DispatchWork:
     # Where the numbers come from: "ir" (counted from its executable source, here) or "name" (read from
     # the name IREE gave the dispatch, `name_work.py`, for a module without sources).
     source: str = "ir"
+    # The MLIR locations of its compute ops (structured ops, in order; where it has none, of its loads and
+    # stores), as the compiler printed them with --mlir-print-debuginfo: what `source_ops.py` maps back to
+    # the user's ONNX nodes or source lines. Empty for work read from a name.
+    locs: tuple[tuple[str, str], ...] = ()  # (the op as written: linalg.matmul, copy; its location)
 
     @property
     def bytes(self) -> int | None:
@@ -120,6 +126,7 @@ class ModuleWork:
     dispatches: dict[str, DispatchWork]
     source: str  # executable sources FOLDER, or a FILE.work.json; empty with a reason
     reason: str | None = None  # why nothing was counted from the IR (the kernels' names are all there is)
+    with_locs: bool = True  # counted by a gputop that keeps the ops' locations (work files of version 1 do not)
 
     def lookup(self, kernel: str) -> DispatchWork | None:
         """The work of the dispatch a profile calls `kernel` (exact, else by the name's letters and digits)."""
@@ -152,7 +159,7 @@ def module_work(vmfb: Path) -> ModuleWork:
     sources = sources_dir_for(vmfb)
     if work_file.is_file():
         cached = read_work(work_file)
-        if cached.reason is None or not sources.is_dir():
+        if (cached.reason is None and cached.with_locs) or not sources.is_dir():
             return cached  # counted once; an outdated file with no sources to count again says why
     if not sources.is_dir() or not any(sources.glob("*.mlir")):
         return ModuleWork(
@@ -185,16 +192,21 @@ def read_work(path: Path) -> ModuleWork:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != WORK_FORMAT:
             raise ValueError("not a gputop work file")
-        if data.get("version") != WORK_VERSION:
+        if data.get("version") not in (1, WORK_VERSION):
             raise ValueError(f"counted by another gputop (version {data.get('version')}, not {WORK_VERSION})")
         dispatches = {}
         for row in data["dispatches"]:
             row["ops"] = tuple(row["ops"])
+            row["locs"] = tuple((str(op), str(loc)) for op, loc in row.get("locs", ()))
             work = DispatchWork(**row)
             dispatches[work.name] = work
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return ModuleWork({}, source=str(path), reason=f"{path}: unreadable work file ({exc})")
-    return ModuleWork(dispatches, source=f"{path} (counted from {data.get('source') or 'unknown sources'})")
+    return ModuleWork(
+        dispatches,
+        source=f"{path} (counted from {data.get('source') or 'unknown sources'})",
+        with_locs=data.get("version") == WORK_VERSION,
+    )
 
 
 # -- counting --------------------------------------------------------------------------------------------
@@ -286,17 +298,31 @@ def _count_function(name: str, function: Any, named: Iterator[str]) -> DispatchW
     tally = _Tally()
     ops: list[str] = []
     constants: set[str] = set()
+    compute_locs: list[tuple[str, str]] = []
+    moved_locs: list[tuple[str, str]] = []
     for op in walk(function):
         kind = op.name
         if _inside_structured(op):
             continue  # a body op: counted per iteration point by its structured op
+        if kind.startswith("iree_linalg_ext.") or (_is_structured(kind) and kind != "linalg.generic"):
+            compute_locs.append((kind, str(op.location)))
+        elif kind in ("iree_tensor_ext.dispatch.tensor.load", "iree_tensor_ext.dispatch.tensor.store"):
+            moved_locs.append(("copy", str(op.location)))
         if kind == "iree_tensor_ext.dispatch.tensor.load":
             tally.add_bytes("bytes_read", _tensor_bytes(op.results[0].type))
         elif kind == "iree_tensor_ext.dispatch.tensor.store":
             tally.add_bytes("bytes_written", _tensor_bytes(op.operands[0].type))
         elif kind == "linalg.generic":
-            label, flops, dtype, contraction, why = _count_generic(op, next(named, kind))
+            original = next(named, kind)
+            label, flops, dtype, contraction, why = _count_generic(op, original)
             ops.append(label)
+            if label != "fill":  # a fill is the zero of the matmul beside it, written on its own line in MLIR
+                compute_locs.append((original, str(op.location)))
+                # A fused elementwise op keeps the location of the op it was fused into; its body's arithmetic
+                # keeps each producer's own (a batch norm's subtract and multiply after the conv's add).
+                compute_locs.extend(
+                    (inner.name, str(inner.location)) for inner in walk(op) if inner.name.startswith(BODY_ARITHMETIC)
+                )
             tally.add_flops(flops, why)
             tally.main(flops, dtype, contraction)
             tally.add_bytes("bytes_read", _embedded_constant_bytes(op, constants))
@@ -329,6 +355,8 @@ def _count_function(name: str, function: Any, named: Iterator[str]) -> DispatchW
         dtype=tally.dtype,
         contraction=tally.contraction,
         unknown=tally.unknown if tally.flops is None else None,
+        # A copy's ops are its loads and stores: where it has no compute op, they say what it moves for.
+        locs=tuple(dict.fromkeys(compute_locs or moved_locs)),
     )
 
 

@@ -41,7 +41,7 @@ class BreakdownTotals:
 
 @dataclass(frozen=True)
 class CallBreakdown:
-    """Where the synced call time goes, from the profile pass's own records (see README: call breakdown)."""
+    """Where the synced call time goes, from the profile pass's own records (see docs/kernels.md: call breakdown)."""
 
     calls: int  # profiled calls the totals are averaged over
     wall_ms: float  # mean synced wall time of those calls; the totals add up to it

@@ -2,7 +2,8 @@
 
 `module.tensors` summarises inputs and outputs (`TensorSummary`) and
 `module.check` compares outputs (`OutputCheck`, with the `Tolerance` each was
-held to and the first `Mismatch`); the report and the Log show them.
+held to and the first few `Mismatch`es); the report and the Log show them, and
+every snapshot carries the check once it is made (the header's `check failed`).
 """
 
 from __future__ import annotations
@@ -54,5 +55,8 @@ class OutputCheck:
     reference: str
     mismatches: int = 0  # elements outside the tolerance, NaN/Inf misplaced included
     first_mismatch: Mismatch | None = None
+    # The first few elements outside the tolerance (FIRST_MISMATCHES at most), in output then element order:
+    # what `gputop run` prints under a failed check. The first of them is `first_mismatch`.
+    first_mismatches: tuple[Mismatch, ...] = ()
     tolerances: tuple[Tolerance, ...] = ()  # one per checked output
     unchecked: tuple[int, ...] = ()  # outputs that had no reference: a pass says nothing of them

@@ -17,7 +17,27 @@ from gputop.core.records.clocks import DevicePeaks, PassClocks
 from gputop.core.records.counters import KernelCounters
 from gputop.core.records.neighbours import Neighbours
 
-__all__ = ["KernelTiming", "PoolUsage", "ProfileOverhead", "ProfileSummary"]
+__all__ = ["KernelTiming", "LayerTime", "PoolUsage", "ProfileOverhead", "ProfileSummary", "SourceOp"]
+
+
+@dataclass(frozen=True)
+class SourceOp:
+    """One op of the user's model that a kernel was formed from (`profiling/source_ops.py`)."""
+
+    name: str | None  # the ONNX node's name, or a name location's (`loc("fc1")`); None for a plain MLIR op
+    op: str  # the ONNX op type (Conv) or the MLIR op (linalg.matmul)
+    loc: str | None  # file:line[:col] in the user's file (for ONNX, the line of gputop's imported MLIR)
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """The kernel time per call of the kernels formed from one group of source ops."""
+
+    name: str  # the source op's name, or the group's: `conv1 + relu1`
+    op: str  # its op types: `Conv + Relu`
+    kernels: tuple[str, ...]  # the kernels formed from exactly this group
+    ms_per_call: float
+    share: float  # of the summed kernel time of a call, as the kernels' share
 
 
 @dataclass(frozen=True)
@@ -60,6 +80,10 @@ class KernelTiming:
     estimate_flops: int | None = None
     estimate_bytes: int | None = None
     estimate_source: str | None = None
+    # What the kernel was formed from, in the user's words: ONNX nodes or source lines, in graph or line order;
+    # None with source_ops_reason where they are not known.
+    source_ops: tuple[SourceOp, ...] | None = None
+    source_ops_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,14 +112,19 @@ class ProfileOverhead:
 
 @dataclass(frozen=True)
 class ProfileSummary:
-    """One profile pass: kernels, the synced call time beside the kernel time, and files."""
+    """One profile pass: kernels, the synced call time beside the kernel time, and files.
+
+    Where a run's kernel table merges several passes (`passes` > 1), its rows and `calls` are the merged
+    table's, while the per-call figures (`call_wall_ms`, `call_kernel_ms`, `gap_ms`) stay the newest pass's
+    own, as do its breakdown, cost and log line: the Kernels header, the Timeline and the Log quote one pass.
+    """
 
     source: str
     device_id: str
-    calls: int
-    call_wall_ms: float | None  # synced wall time of one call during the pass
-    call_kernel_ms: float  # summed kernel time of one call
-    gap_ms: float | None  # wall minus kernel: host work, transfers, idle
+    calls: int  # calls the kernel table covers (every merged pass's)
+    call_wall_ms: float | None  # synced wall time of one call during the (newest) pass
+    call_kernel_ms: float  # summed kernel time of one call of the (newest) pass
+    gap_ms: float | None  # wall minus kernel, of that one pass: host work, transfers, idle
     kernels: tuple[KernelTiming, ...]
     pools: tuple[PoolUsage, ...] = ()
     profile_path: str | None = None
@@ -116,3 +145,7 @@ class ProfileSummary:
     # per-dispatch timestamps cost over 5%): that run's cost and what it had on.
     kernels_overhead: ProfileOverhead | None = None
     kernels_profiling_on: str | None = None
+    passes: int = 1  # profile passes the kernel table merges (the TUI's repeated passes)
+    pass_calls: int | None = None  # calls of the newest pass, where the table merges several (else `calls`)
+    layers: tuple[LayerTime, ...] = ()  # kernel time by the source ops the kernels came from, largest first
+    source_ops_reason: str | None = None  # why no kernel has source ops (a .vmfb without sources)

@@ -4,7 +4,9 @@ The command line, the TUI, `gputop serve` and Python scripts all start a run
 from a `RunConfig`, so its checks live here, in `__post_init__`, and a script
 gets the same one-line `UsageError` for `iterations=-1` that `gputop run -n -1`
 prints. The kind of target (a built-in demo, `.mlir`, `.onnx`, `.vmfb`, an
-OpenCL run spec) is decided in `Target.parse` and nowhere else.
+OpenCL run spec) is decided in `Target.parse` and nowhere else. Every file the
+options name (references, input files, parameter files) is checked here too,
+before any session folder exists: a usage error records no session.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import UsageError
+from gputop.core.files import require_file
 from gputop.core.module import demos
-from gputop.core.module.inputs import DEFAULT_SEED
+from gputop.core.module.check import check_tensor_file
+from gputop.core.module.inputs import DEFAULT_SEED, check_input_files
+from gputop.core.params.archive import archive_kind
 from gputop.core.runners.iree_runner import PARAMETER_MODES
 
 __all__ = ["RENDERDOC_MODES", "RunConfig", "Target", "TargetKind", "config_default"]
@@ -147,6 +152,19 @@ class RunConfig:
         if self.devices and len(self.devices) < 2:
             raise UsageError("--devices takes two or more devices, e.g. local:0,local:1 or cuda:0,cuda:1")
         _ = self.target_info  # the target is parsed (and checked) once, here
+        self._check_files()
+
+    def _check_files(self) -> None:
+        """Every file the options name is there to read, before a session is made for the run: a missing
+        reference, input or parameter file is a usage error that leaves no session behind. The run reads
+        them later with the same checks (a file may still go meanwhile)."""
+        for text in self.inputs:
+            check_input_files(text)
+        for path in self.params:
+            archive_kind(path)
+            require_file(path, "parameter file")
+        for path in self.checks:
+            check_tensor_file(path, "reference")
 
     @cached_property
     def target_info(self) -> Target:

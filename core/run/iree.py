@@ -18,6 +18,7 @@ import numpy as np
 from gputop.core.errors import Interrupted, UsageError
 from gputop.core.module import demos
 from gputop.core.module.check import compare_outputs, load_reference
+from gputop.core.module.contents import vmfb_contents
 from gputop.core.module.inputs import make_inputs, tool_input_args
 from gputop.core.module.signature import FunctionSignature
 from gputop.core.onnx.onnx_import import graph_signature, imported_interface, interface_changed, random_ops_in
@@ -30,7 +31,7 @@ from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.profiling import ProfilePasses
 from gputop.core.run.transfers import observe_exports
 from gputop.core.runners.iree_runner import IreeModuleRun, parameter_mode_for
-from gputop.core.snapshot import OutputCheck
+from gputop.core.snapshot import ModuleBytes, OutputCheck
 from gputop.core.units import fixed, gbps, human_bytes
 from gputop.core.watch.memory import MemorySampler
 
@@ -86,7 +87,7 @@ class IreeFlow:
         self._renderdoc = renderdoc
         self._runner: IreeModuleRun | None = None
         self._sampler: MemorySampler | None = None
-        self._passes = ProfilePasses(ctx, module.devices, module.vmfb)
+        self._passes = ProfilePasses(ctx, module.devices, module.vmfb, module.origin)
         self._counters = CountersRunner(ctx, module.devices[0], module.vmfb, self._passes.rate_alone)
         self._input_args: list[str] | None = None
         self._fallback_said: str | None = None
@@ -118,6 +119,7 @@ class IreeFlow:
         )
         self._sampler.start()
 
+        allocated_before = runner.allocated_device_bytes()  # the weights' bytes, where an allocator takes them
         parameters_started = time.perf_counter()
         files = self.parameter_files()
         if files:
@@ -131,6 +133,7 @@ class IreeFlow:
         state.phase(context_s=context_s)
         if files:
             self._parameters_loaded(parameters_s, context_s, context_started=started)
+        state.set_module_bytes(self._module_bytes(allocated_before))
         state.set_function(signature.name, tuple(str(t) for t in signature.outputs))
 
         target = ctx.config.target_info
@@ -211,6 +214,33 @@ class IreeFlow:
         state.event("info", f"parameters loaded by {mode}: {human_bytes(loaded, 2)} in {fixed(seconds, 2)} s{rate}")
         if stages is not None and stages.read_path_note:
             state.event("warning", stages.read_path_note)
+
+    def _module_bytes(self, before: dict[str, tuple[int, int]]) -> tuple[ModuleBytes, ...]:
+        """Each device's weights (the .vmfb's constants and the parameters), and how its allocator's allocated and
+        peak bytes grew while the parameters and the context were made: whether the Memory pane's pools show them."""
+        runner, devices = self.runner, self._module.devices
+        contents = vmfb_contents(self._module.vmfb)
+        parameters = sum(e.length for e in runner.parameter_entries)
+        after = runner.allocated_device_bytes()
+        rows = []
+        for device in devices:
+            grew = None
+            if device.id in after and device.id in before:
+                grew = tuple(now - then for now, then in zip(after[device.id], before[device.id], strict=True))
+            rows.append(
+                ModuleBytes(
+                    device_id=device.id,
+                    vmfb_bytes=contents.vmfb_bytes,
+                    constant_bytes=contents.constant_bytes,
+                    executable_bytes=contents.executable_bytes,
+                    parameter_bytes=parameters,
+                    loaded_bytes=grew[0] if grew else None,
+                    loaded_peak_bytes=grew[1] if grew else None,
+                    devices=len(devices),
+                    reason=contents.reason,
+                )
+            )
+        return tuple(rows)
 
     def _say_fallback(self) -> None:
         fallback = self.runner.parameter_fallback

@@ -138,6 +138,7 @@ class RunParts:
         """
         snapshot = self.snapshot
         error = self.state.error
+        check = self.state.outcome.check
         extra: dict[str, Any] = (
             {"error": str(error) if error is not None else None} if drain_s is None else {"drain_s": drain_s}
         )
@@ -148,6 +149,8 @@ class RunParts:
             published=self.state.published,
             device=snapshot.device,
             devices=list(self.state.devices),
+            # The output check's verdict: `gputop sessions` lists a run whose check failed as `check failed`.
+            check=None if check is None else ("passed" if check.passed else "failed"),
             **extra,  # `error`: a viewer says it when no sample could carry it
         )
 

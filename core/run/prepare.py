@@ -21,7 +21,8 @@ from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, a
 from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
 from gputop.core.onnx.onnx_import import DEBUGINFO_FLAG, OPSET, explain_compile_failure, import_onnx
 from gputop.core.onnx.onnx_model import F64_FLAG
-from gputop.core.run.config import TargetKind
+from gputop.core.profiling.source_ops import SourceOrigin
+from gputop.core.run.config import Target, TargetKind
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import DeviceInfo
 
@@ -38,6 +39,7 @@ class PreparedModule:
     imported_parameters: Path | None = None  # an ONNX model's weights, moved to an .irpa by the import
     source_path: Path | None = None
     affinity: AffinityAnalysis | None = None  # multi-device modules: the stream IR's affinity analysis
+    origin: SourceOrigin | None = None  # what it was compiled from, to name its kernels' source ops
 
     @property
     def needs_tools(self) -> bool:
@@ -69,7 +71,7 @@ def prepare_module(ctx: RunContext) -> PreparedModule:
         ctx.state.phase(compile_s=0.0)
         ctx.state.event("info", f"{target.text}: precompiled module, no compile")
         assert target.path is not None
-        return PreparedModule(devices, target.path, demo)
+        return PreparedModule(devices, target.path, demo, origin=SourceOrigin("vmfb", target.path.name))
     return _compile(ctx, devices, demo)
 
 
@@ -157,7 +159,18 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
         ctx.state.event("warning", compiled.workaround)
     how = "cache hit" if compiled.cache_hit else f"compiled in {compiled.compile_s:.2f} s"
     ctx.state.event("info", f"{how}: {compiled.vmfb_path}")
-    return PreparedModule(devices, compiled.vmfb_path, demo, imported_parameters, source_path, affinity)
+    origin = _origin(target, demo, source_path)
+    return PreparedModule(devices, compiled.vmfb_path, demo, imported_parameters, source_path, affinity, origin)
+
+
+def _origin(target: Target, demo: demos.Demo | None, compiled: Path) -> SourceOrigin:
+    """What the module was compiled from, as the user names it (the demo's own name for a built-in demo)."""
+    if demo is not None:
+        return SourceOrigin("mlir", f"{demo.name}.mlir", text=demo.source().decode("utf-8", errors="replace"))
+    assert target.path is not None
+    if target.kind is TargetKind.ONNX:
+        return SourceOrigin("onnx", target.path.name, path=compiled, imported_name=f"{target.path.stem}.mlir")
+    return SourceOrigin("mlir", target.path.name, path=target.path)
 
 
 def _distinct(devices: list[DeviceInfo]) -> list[DeviceInfo]:

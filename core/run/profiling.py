@@ -23,6 +23,7 @@ from pathlib import Path
 
 from gputop.core.compare.samples import dispatch_samples
 from gputop.core.errors import GputopError, Interrupted, UnwritableFile, no_space_left
+from gputop.core.module.compile import SITES_SUFFIX
 from gputop.core.profiling.cupti import BREAKDOWN_KINDS, record_calls
 from gputop.core.profiling.efficiency import KernelEfficiency
 from gputop.core.profiling.overhead import (
@@ -34,11 +35,12 @@ from gputop.core.profiling.overhead import (
     slowed_for_test,
 )
 from gputop.core.profiling.profiles import DispatchEvent, pass_stem, summarize_events, write_trace
+from gputop.core.profiling.source_ops import SourceOrigin, source_op_map
 from gputop.core.profiling.timeline import breakdown_line, build_breakdown
 from gputop.core.profiling.tool_pass import profile_with_ireeprof
 from gputop.core.profiling.work import module_work
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary, to_json
+from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary, SourceOp, to_json
 from gputop.core.watch.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
 
 __all__ = ["KEEP_PASSES", "ProfilePasses", "restarts_table"]
@@ -90,10 +92,13 @@ def restarts_table(earlier: Sequence[PassClocks], newest: PassClocks) -> bool:
 class ProfilePasses:
     """Takes profile passes for one IREE run and keeps their merged kernel table in the run's state."""
 
-    def __init__(self, ctx: RunContext, devices: list[DeviceInfo], vmfb: Path) -> None:
+    def __init__(
+        self, ctx: RunContext, devices: list[DeviceInfo], vmfb: Path, origin: SourceOrigin | None = None
+    ) -> None:
         self._ctx = ctx
         self._devices = devices
         self._vmfb = vmfb
+        self._origin = origin
         self._events: deque[DispatchEvent] = deque(maxlen=EVENTS_KEPT)
         self._calls = 0
         self._passes = 0
@@ -131,8 +136,9 @@ class ProfilePasses:
             if device.backend == "cuda":
                 events, walls, call_records = record_calls(slowed_for_test(call_once), calls)
                 trace = write_trace(
-                    events, device.id, ctx.session_dir / f"{pass_stem(ctx.session_dir)}.trace.json", calls=call_records
-                )
+                    events, device.id, ctx.session_dir / f"{pass_stem(ctx.session_dir)}.trace.json",
+                    calls=call_records, source_ops=self._source_ops_named,
+                )  # fmt: skip
                 latest = summarize_events(
                     events, calls=calls, source="cupti", device_id=device.id,
                     call_wall_ms=statistics.fmean(walls) * 1e3, trace_path=str(trace),
@@ -149,7 +155,7 @@ class ProfilePasses:
             else:
                 latest, events, calls_window = profile_with_ireeprof(
                     self._vmfb, self._devices, function, input_files, calls, ctx.session_dir,
-                    cancel=ctx.controls.stop_event, level=level,
+                    cancel=ctx.controls.stop_event, level=level, source_ops=self._source_ops_named,
                 )  # fmt: skip
             clocks = watch.pass_clocks(warmup, window_ns=calls_window)
             if clocks is not None and restarts_table(self._pass_clocks, clocks):
@@ -186,11 +192,14 @@ class ProfilePasses:
                     trace_path=latest.trace_path,
                 )  # fmt: skip
                 merged = self._rate(merged, list(self._pass_clocks))
-                # The kernel table grows over passes; where the time went is the newest pass's own.
+                # The kernel table grows over passes; where the time went is the newest pass's own, and so are
+                # its per-call figures: merged kernels against the newest pass's wall made a gap no pass had
+                # (issue 49: the header said 25.155 ms of kernels in a 21.595 ms call, the Log another gap).
                 merged = replace(
                     merged, call_breakdown=latest.call_breakdown, hints=latest.hints, overhead=latest.overhead,
                     profiling_on=latest.profiling_on, level=latest.level, kernels_overhead=latest.kernels_overhead,
-                    kernels_profiling_on=latest.kernels_profiling_on,
+                    kernels_profiling_on=latest.kernels_profiling_on, call_kernel_ms=latest.call_kernel_ms,
+                    gap_ms=latest.gap_ms, passes=self._passes, pass_calls=calls,
                 )  # fmt: skip
             ctx.state.set_profile(merged)
             if clocks is not None and clocks.window:
@@ -244,12 +253,22 @@ class ProfilePasses:
 
     def _rate(self, summary: ProfileSummary, passes: list[PassClocks]) -> ProfileSummary:
         """The summary's kernels against their work and the device's peaks at the passes' clocks."""
+        return self._kernel_efficiency().annotate(summary, combine_passes(passes), self._clock_reason)
+
+    def _source_ops_named(self, kernel: str) -> tuple[SourceOp, ...] | None:
+        """A kernel's source ops for the pass's trace, which is written before its kernels are rated."""
+        return self._kernel_efficiency().source_ops_named(kernel)
+
+    def _kernel_efficiency(self) -> KernelEfficiency:
+        """The module's work and source ops, read on first use (the first pass's trace or its rating)."""
         if self._efficiency is None:
             device = self._devices[0]
-            self._efficiency = KernelEfficiency(device, module_work(self._vmfb), self._clock and self._clock.name)
-            work = self._efficiency.work
+            work = module_work(self._vmfb)
+            sites = self._vmfb.with_suffix(SITES_SUFFIX)
+            source_map = source_op_map(self._origin, work, sites) if self._origin is not None else None
+            self._efficiency = KernelEfficiency(device, work, self._clock and self._clock.name, source_map)
             counted = f"{len(work.dispatches)} dispatches counted from {work.source}"
             if work.reason:
                 counted = f"from {self._efficiency.work_source}"
             self._ctx.state.event("info", f"work per dispatch: {counted}")
-        return self._efficiency.annotate(summary, combine_passes(passes), self._clock_reason)
+        return self._efficiency

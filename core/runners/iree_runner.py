@@ -401,6 +401,18 @@ class IreeModuleRun:
             rows.append((info.id, parse_pool_statistics(info.id, text)))
         return rows
 
+    def allocated_device_bytes(self) -> dict[str, tuple[int, int]]:
+        """Each device's allocator's device bytes allocated so far and their peak (`statistics`), by device id;
+        a device whose statistics cannot be read is left out."""
+        allocated = {}
+        for info, device in zip(self.device_infos, self.devices, strict=False):
+            try:
+                stats = device.allocator.statistics
+                allocated[info.id] = (int(stats["device_bytes_allocated"]), int(stats["device_bytes_peak"]))
+            except Exception:
+                continue
+        return allocated
+
     def close(self) -> None:
         """Drop every runtime object, context first, so device memory is returned."""
         self._device_args = []

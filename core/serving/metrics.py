@@ -59,7 +59,7 @@ PHASES = ("import", "compile", "load", "parameters", "context", "first_call", "t
 STATES = ("idle", "importing", "compiling", "loading", "running", "paused", "finished", "stopped", "error")
 
 # (name, help, kind): the exporter's whole contract, also printed by `gputop serve --list-metrics`
-# and listed in the README.
+# and listed in docs/prometheus-and-web.md.
 METRICS = (
     ("gputop_info", "What runs: target, function, device and versions (value 1)", "info"),
     ("gputop_run_state", "1 for the run's current state, 0 for the others", "gauge"),

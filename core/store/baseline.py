@@ -22,6 +22,10 @@ def load_baseline(text: str) -> LiveBaseline:
     return LiveBaseline(label, report)
 
 
-def baseline_choices(target: str, own_session: Path | None) -> list[str]:
-    """Past sessions of `target` with kept samples, newest first (their folders), this run's own left out."""
-    return [entry.path for entry in baseline_candidates(target, own_session)]
+def baseline_choices(target: str, own_session: Path | None, device: str | None = None) -> list[str]:
+    """Past sessions of `target` with kept samples (their folders), this run's own left out: those on `device`
+    first, newest first, then those on other devices, newest first (a baseline from another device compares
+    the devices as much as the runs, so it is never the first offered where a same-device one exists)."""
+    entries = baseline_candidates(target, own_session)
+    same = [entry.path for entry in entries if device is not None and entry.device == device]
+    return same + [entry.path for entry in entries if device is None or entry.device != device]

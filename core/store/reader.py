@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.compare.samples import CALLS_FILE
-from gputop.core.errors import UsageError
+from gputop.core.errors import EXIT_CHECK, UsageError
 from gputop.core.paths import state_dir
 from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.replay import snapshot_from_json
 from gputop.core.store.reserve import release_abandoned_reserve, run_alive_here
 from gputop.core.store.writer import FINAL_STATES, INDEX, MANIFEST, REPORT, SAMPLES
+from gputop.core.wording import CHECK_FAILED
 
 __all__ = [
     "SessionEntry",
@@ -39,6 +40,7 @@ __all__ = [
     "effective_state",
     "entry_for",
     "list_sessions",
+    "listed_state",
     "read_manifest",
     "read_report",
     "read_tail",
@@ -59,7 +61,7 @@ class SessionEntry:
     started_at: float
     target: str | None
     device: str | None
-    state: str
+    state: str  # how it ended (or `running`, `crashed`); `check failed` where its outputs were unlike the reference
     duration_s: float | None
     exit_code: int | None
     samples: int | None
@@ -205,6 +207,14 @@ def effective_state(manifest: dict[str, Any]) -> str:
     return state if run_alive_here(manifest) else "crashed"
 
 
+def listed_state(manifest: dict[str, Any], state: str) -> str:
+    """The state a session is listed in: `check failed` for a run that ended (finished or stopped) with
+    outputs unlike their reference, else `state` (`effective_state`'s). A manifest written before runs
+    recorded their check's verdict says it by its exit code alone (6, which only a failed check gives)."""
+    failed = manifest["check"] == "failed" if "check" in manifest else manifest.get("exit_code") == EXIT_CHECK
+    return CHECK_FAILED if failed and state in ("finished", "stopped") else state
+
+
 def entry_for(folder: Path) -> SessionEntry:
     manifest = read_manifest(folder)
     state = effective_state(manifest)
@@ -224,7 +234,7 @@ def entry_for(folder: Path) -> SessionEntry:
         started_at=float(manifest["started_at"]),
         target=manifest.get("target"),
         device=device.get("id") if isinstance(device, dict) else None,
-        state=state,
+        state=listed_state(manifest, state),
         duration_s=duration,
         exit_code=manifest.get("exit_code"),
         samples=samples,

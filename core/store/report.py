@@ -14,6 +14,7 @@ from typing import Any
 
 from gputop.core.snapshot import CallStats, CountersPass, ProfileSummary, RunSnapshot, RunSummary, to_json
 from gputop.core.versions import package_version
+from gputop.core.wording import weight_bytes
 
 __all__ = ["build_report", "snapshot_report"]
 
@@ -22,7 +23,7 @@ def _profile_json(profile: ProfileSummary | None, steady_p50_ms: float | None) -
     if profile is None:
         return None
     data = to_json(profile)
-    for key in ("kernels", "call_breakdown", "hints"):  # top-level keys of the report
+    for key in ("kernels", "layers", "call_breakdown", "hints"):  # top-level keys of the report
         data.pop(key, None)
     # Profiling overhead: a profiled call's synced time against the steady p50 of this run.
     if profile.call_wall_ms and steady_p50_ms:
@@ -72,7 +73,7 @@ def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) 
     """The report as far as one snapshot tells it, in the report's key order.
 
     What only a live session knows (versions, state and exit code, compile,
-    parameters, inputs, outputs, check) is left empty for the caller to fill:
+    parameters, inputs, outputs) is left empty for the caller to fill:
     `build_report` from the run's summary, `gputop report` from a cut-off
     session's manifest. Without `peak_live`, a device's peak is its pools' peak.
     """
@@ -102,8 +103,13 @@ def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) 
             "host_rss_peak_bytes": None,
             "host_total_bytes": snap.memory.host_total_bytes if snap.memory else None,
             "samples": None,
+            # Per device: the module's weights (constants inlined in the .vmfb, parameters) and what the allocator
+            # took while it loaded; the pools above may not hold them (wording.module_bytes_text says which).
+            "module_bytes": [{**to_json(m), "weight_bytes": weight_bytes(to_json(m))} for m in snap.module_bytes],
         },
         "kernels": to_json(snap.profile.kernels) if snap.profile else [],
+        # Kernel time by the model's layers they came from (profiling/source_ops.py), largest first.
+        "layers": to_json(snap.profile.layers) if snap.profile else [],
         "call_wall_ms": snap.profile.call_wall_ms if snap.profile else None,
         "call_kernel_ms": snap.profile.call_kernel_ms if snap.profile else None,
         "call_gap_ms": snap.profile.gap_ms if snap.profile else None,
@@ -125,7 +131,7 @@ def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) 
         "parameters": _parameters_json(snap),
         "inputs": [],
         "outputs": [],
-        "check": None,
+        "check": to_json(snap.check),
         "session_dir": snap.session_dir,
         # Live: the last few seconds; a finished run's report: over its calls (build_report).
         "neighbours": to_json(snap.neighbours),

@@ -94,11 +94,15 @@ def _optional(read: Callable[[], T]) -> T | None:
 
 
 def gpu_clock_for(device: DeviceInfo) -> tuple[GpuClock | None, str | None]:
-    """The NVML GPU behind `device`, or why its clocks cannot be read."""
-    reason = nvml.nvml_unavailable_reason()
+    """The NVML GPU behind `device`, or why its clocks cannot be read.
+
+    A CPU device (or a software GPU on the CPU) has no GPU clock whatever NVML says: NVML is not tried
+    for it, and its reason names no NVML library (a missing one is no news on a CPU run).
+    """
     if device.kind != "gpu":
         what = "a software GPU on the CPU" if device.kind == "software-gpu" else "a CPU device"
-        return None, f"{device.id} is {what}: no GPU clock to read" + (f" ({reason})" if reason else "")
+        return None, f"{device.id} is {what}: no GPU clock to read"
+    reason = nvml.nvml_unavailable_reason()
     if reason is not None:
         return None, f"no GPU clocks: {reason}"
     gpu = nvml.match_gpu(device.uuid, device.name)

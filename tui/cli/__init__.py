@@ -28,6 +28,7 @@ from gputop.tui.bridge import (
     EXIT_SIGPIPE,
     GputopError,
     UsageError,
+    versions,
     write_crash_log,
 )
 from gputop.tui.cli import (
@@ -45,20 +46,25 @@ from gputop.tui.cli import (
 )
 from gputop.tui.cli.command import Subcommand
 from gputop.tui.cli.open import SPEC as OPEN_SPEC
+from gputop.tui.cli.options import optional_values_alone
 from gputop.tui.cli.program import split_program
 from gputop.tui.cli.tui import build_tui_parser, command_tui
 
 __all__ = [
     "ASCII_FALLBACK",
     "COMMANDS",
+    "SPECS",
     "SUBCOMMANDS",
+    "VersionAction",
     "ascii_fallback",
     "build_parser",
     "build_tui_parser",
+    "command_parser",
     "internal_error",
     "main",
     "reader_left",
     "run_cli",
+    "version_line",
 ]
 
 # Every `gputop COMMAND`, in the order `gputop --help` lists them.
@@ -82,6 +88,7 @@ PROGRAM_COMMANDS = ("run", "serve")
 
 # Every `gputop COMMAND`'s function; anything else on the command line is the TUI's.
 SUBCOMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {spec.name: spec.command for spec in COMMANDS}
+SPECS: dict[str, Subcommand] = {spec.name: spec for spec in COMMANDS}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,11 +102,37 @@ def build_parser() -> argparse.ArgumentParser:
         "5 runtime, 6 check failed, 7 regression (--fail-above), 130/143/129 "
         "interrupted.",
     )
+    parser.add_argument("--version", action=VersionAction, help="print gputop's version and exit")
     sub = parser.add_subparsers(dest="command")
     for spec in COMMANDS:
         # Every command's --help opens with a line on what it does: its own, else its one-line help.
         description = spec.description or f"{spec.help[0].upper()}{spec.help[1:]}."
         spec.add_arguments(sub.add_parser(spec.name, help=spec.help, description=description))
+    return parser
+
+
+def version_line() -> str:
+    """`gputop --version`: gputop's version from its package metadata, and the IREE and Python it runs on."""
+    found = versions()
+    iree = f"iree-base-compiler {found['iree_compiler'] or '-'}, iree-base-runtime {found['iree_runtime'] or '-'}"
+    return f"gputop {found['gputop'] or '(not installed: no package metadata)'} ({iree}, Python {found['python']})"
+
+
+class VersionAction(argparse.Action):
+    """`--version` in `gputop --help`, read from the package metadata only when asked (~0.1 s, not every parse)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=str(kwargs.get("help")))
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_line())
+        parser.exit()
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """`gputop NAME`'s own parser, alone (what its options are, for reading its command line)."""
+    parser = argparse.ArgumentParser(prog=f"gputop {name}", add_help=False)
+    SPECS[name].add_arguments(parser)
     return parser
 
 
@@ -109,13 +142,15 @@ def run_cli(argv: list[str] | None = None) -> int:
     try:
         own, program = split_program(argv)  # `-- CMD`: the user's command, whole, never parsed as gputop's
         if own and own[0] in SUBCOMMANDS:
-            if own[0] == "run":
-                own = run.profile_flag_alone(own)
+            own = [own[0], *optional_values_alone(command_parser(own[0]), own[1:])]
             args = build_parser().parse_args(own)
             if program is not None and args.command not in PROGRAM_COMMANDS:
                 raise UsageError(f"gputop {args.command} takes no -- CMD (gputop -- CMD, run and serve do)")
             args.program = program
             return int(SUBCOMMANDS[args.command](args))
+        if argv and argv[0] == "--version":
+            print(version_line())
+            return EXIT_OK
         if argv and argv[0] in ("-h", "--help"):
             build_parser().print_help()
             # The TUI's own options, whole: its usage text wraps over several lines.

@@ -2,13 +2,15 @@
 
 Each command module (`run`, `report`, `sessions`, ...) ends with one
 `Subcommand`; `gputop.tui.cli` builds its parser and its table of functions
-from them. `write_json` is where every `--json PATH` goes.
+from them. `write_json` is where every `--json PATH` goes (`check_json_destination` says beforehand
+whether it can).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from typing import Any
 
 from gputop.tui.bridge import UsageError
 
-__all__ = ["SESSION_HELP", "Subcommand", "write_json"]
+__all__ = ["SESSION_HELP", "Subcommand", "check_json_destination", "write_json"]
 
 SESSION_HELP = "its directory or its id (see gputop sessions)"
 
@@ -31,6 +33,21 @@ class Subcommand:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     command: Callable[[argparse.Namespace], int]
     description: str | None = None
+
+
+def check_json_destination(where: str | None) -> None:
+    """`--json PATH` can be written: checked before a run, so that a report with nowhere to go costs no run
+    (and leaves no session behind). The file itself is written at the end (`write_json`)."""
+    if not where or where == "-":
+        return
+    path = Path(where)
+    folder = path.parent
+    if path.is_dir():
+        raise UsageError(f"cannot write {where}: Is a directory")
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {where}: No such file or directory")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise UsageError(f"cannot write {where}: Permission denied")
 
 
 def write_json(report: dict[str, Any], where: str | None) -> None:

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--noise",
         metavar="PCT",
-        help="the least change shown as real (default 3%%); the runs' own wander raises it (README: Comparing runs)",
+        help="the least change shown as real (default 3%%); the runs' own wander raises it (docs/comparing.md)",
     )
     add_gate_arguments(parser)
 

@@ -11,9 +11,20 @@ import os
 import sys
 import time
 
-from gputop.tui.bridge import BUSY_STATES, RunHost, RunSnapshot, Session, tune_interpreter_for_calls
+from gputop.tui.bridge import (
+    BUSY_STATES,
+    OutputCheck,
+    RunHost,
+    RunSnapshot,
+    Session,
+    UsageError,
+    discard_session_dir,
+    mismatch_text,
+    to_json,
+    tune_interpreter_for_calls,
+)
 
-__all__ = ["PARAMETERS_EVERY_S", "PROGRESS_EVERY_S", "drive", "ending"]
+__all__ = ["PARAMETERS_EVERY_S", "PROGRESS_EVERY_S", "check_failure_lines", "discard_if_unused", "drive", "ending"]
 
 PROGRESS_EVERY_S = 10.0  # a line while a long import, compile or load goes on
 PARAMETERS_EVERY_S = 0.5  # a line of bytes loaded, GB/s and time left while parameters load
@@ -91,11 +102,12 @@ def ending(session: Session, stop_code: int) -> int:
         print("gputop: interrupted", file=sys.stderr)
         return stop_code
     if session.error is not None:
+        discard_if_unused(session)  # `gputop serve`'s (gputop run has discarded it already)
         print(f"gputop: error: {session.error}", file=sys.stderr)
         return int(session.error.exit_code)
     check = session.outcome.check
     if check is not None and not check.passed:
-        print("gputop: error: outputs do not match the reference", file=sys.stderr)
+        print("\n".join(check_failure_lines(check)), file=sys.stderr)
     elif session.record_error is not None:  # a disk that filled: the run ended, its record is incomplete
         print(
             f"gputop: error: the session's record is incomplete: {session.record_error} "
@@ -103,3 +115,28 @@ def ending(session: Session, stop_code: int) -> int:
             file=sys.stderr,
         )
     return int(session.exit_code())
+
+
+def check_failure_lines(check: OutputCheck) -> list[str]:
+    """A failed check on stderr: one error line, then its first few wrong elements, one line each."""
+    firsts = check.first_mismatches or ((check.first_mismatch,) if check.first_mismatch is not None else ())
+    lines = [
+        f"gputop: error: outputs do not match the reference ({check.reference}): "
+        f"{check.mismatches} elements differ, max abs err {check.max_abs_err:.3g}"
+    ]
+    lines += [f"gputop:   {mismatch_text(to_json(mismatch))}" for mismatch in firsts]
+    if check.mismatches > len(firsts):
+        lines.append(f"gputop:   ... and {check.mismatches - len(firsts)} more")
+    return lines
+
+
+def discard_if_unused(session: Session) -> bool:
+    """A run that a usage error ended before its first call leaves no session behind; whether it was discarded.
+
+    Only a folder this process made for segment 0 goes (never a --session-dir, nor a reloaded run's earlier
+    segments), and only once the run is over and its record closed.
+    """
+    snapshot = session.snapshot
+    if not session.done or not isinstance(session.error, UsageError) or snapshot.calls.count or snapshot.segment:
+        return False
+    return discard_session_dir(session.session_dir)

@@ -11,13 +11,13 @@ import argparse
 import sys
 
 from gputop.tui.bridge import PROFILE_LEVELS, RunHost
-from gputop.tui.cli.command import Subcommand, write_json
+from gputop.tui.cli.command import Subcommand, check_json_destination, write_json
 from gputop.tui.cli.compare import add_gate_arguments, baseline_gate, judge_run
-from gputop.tui.cli.headless import drive, ending
+from gputop.tui.cli.headless import discard_if_unused, drive, ending
 from gputop.tui.cli.options import add_run_options, config_from
 from gputop.tui.cli.program import run_program
 
-__all__ = ["SPEC", "add_arguments", "command_run", "profile_flag_alone"]
+__all__ = ["SPEC", "add_arguments", "command_run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,34 +63,27 @@ def command_run(args: argparse.Namespace) -> int:
 
     if getattr(args, "program", None) is not None:
         return run_program(args, args.program)
+    check_json_destination(args.json)  # before the run: a report that cannot be written costs no run
     baseline = baseline_gate(args)  # read before the run: a missing baseline costs no run
     host = RunHost(config_from(args, args.iterations))
     stop_code = drive(host, progress=not args.quiet)
     session = host.session
     report = session.report or session.current_report()
+    discarded = discard_if_unused(session)  # a usage error found once the module was read: no session kept
+    if discarded:
+        report = {**report, "session_dir": None}
     write_json(report, args.json)
     text_stream = sys.stderr if args.json == "-" else sys.stdout
     if session.error is not None and not report["calls"].get("count") and report["state"] == "error":
-        # Failed before its first steady call: the error line says it all; the record is where to look.
-        print(f"session   {report['session_dir']}", file=text_stream, flush=True)
+        # Failed before its first steady call: the error line says it all; the record (if kept) is where to look.
+        if not discarded:
+            print(f"session   {report['session_dir']}", file=text_stream, flush=True)
     else:
         print(run_report(report), file=text_stream, flush=True)
     code = ending(session, stop_code)
     if baseline is not None and code == 0:
         return judge_run(baseline, report, stream=text_stream)
     return code
-
-
-def profile_flag_alone(argv: list[str]) -> list[str]:
-    """`--profile` followed by anything but a level is the flag alone (`--profile=default`): its level is
-    optional, and argparse would otherwise take the target after it (`gputop run --profile demo:mlp`) for one."""
-    out = list(argv)
-    for i, token in enumerate(out[:-1]):
-        if token == "--":
-            break
-        if token == "--profile" and out[i + 1] not in PROFILE_LEVELS:
-            out[i] = "--profile=default"
-    return out
 
 
 SPEC = Subcommand(

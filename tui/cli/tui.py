@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from gputop.tui.bridge import UsageError, load_token, new_session_dir, program_label
-from gputop.tui.cli.options import add_run_options, config_from
+from gputop.tui.cli.options import add_run_options, config_from, optional_values_alone
 from gputop.tui.cli.program import refuse_run_options
 
 __all__ = ["build_tui_parser", "command_tui", "without_baseline"]
@@ -53,7 +53,9 @@ def command_tui(argv: list[str], program: list[str] | None = None) -> int:
     first words (a port in use) come back as one line before the screen.
     With `program` (`gputop -- CMD`) the engine watches that command instead of making calls.
     """
-    args = build_tui_parser().parse_args(argv)
+    parser = build_tui_parser()
+    argv = optional_values_alone(parser, argv)  # the engine gets them as read here
+    args = parser.parse_args(argv)
     if program is not None:
         refuse_run_options(args, "tui")
         if not program:

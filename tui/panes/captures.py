@@ -48,7 +48,7 @@ class CapturesPane(BoxPane):
             self.path = path
 
     def compose(self) -> ComposeResult:
-        yield KeyedTable(COLUMNS, id="captures-table")
+        yield KeyedTable(COLUMNS, id="captures-table", selectable=True)
         yield Static("no captures: press c to capture the next call (Vulkan)", id="captures-hint")
 
     def on_mount(self) -> None:
@@ -74,12 +74,19 @@ class CapturesPane(BoxPane):
         if event.row_key.value is not None:
             self.post_message(self.Chosen(str(event.row_key.value)))
 
-    def open_selected(self, log: Callable[[str, str], None]) -> None:
+    def selected_path(self) -> str | None:
+        """The capture under the table's cursor; None while there is none."""
         if not self._paths:
-            log("warning", "open: no capture yet (press c on a Vulkan run)")
-            return
+            return None
         table = self.query_one("#captures-table", KeyedTable)
-        path = self._paths[min(table.cursor_row, len(self._paths) - 1)]
+        return self._paths[min(max(0, table.cursor_row), len(self._paths) - 1)]
+
+    def open_selected(self, log: Callable[[str, str], None]) -> None:
+        """Open the selected capture in qrenderdoc, or say the command to open it elsewhere (the app says why
+        there is none to open)."""
+        path = self.selected_path()
+        if path is None:
+            return
         viewer = shutil.which("qrenderdoc")
         if viewer and (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             subprocess.Popen(

@@ -15,11 +15,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from gputop.tui.bridge import RunSnapshot, human_bytes
-from gputop.tui.panes.box import BoxPane
+from gputop.tui.bridge import BUSY_STATES, RunSnapshot, human_bytes
+from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 
-__all__ = ["ExportsPane", "export_rows"]
+__all__ = ["ExportsPane", "empty_hint", "export_rows"]
 
 COLUMNS = (Column("value"), Column("affinity", 1), Column("producer", 2), Column("note"), Column("function", 3))
 STYLES = {"hidden_transfer": "bold red", "transfer": "yellow", "undeclared": "yellow"}
@@ -71,6 +71,28 @@ def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str | Text, ...]]:
     return rows
 
 
+def empty_hint(snapshot: RunSnapshot) -> str:
+    """Why the table has no rows, as it is true now: the module is still coming, or what it cannot show.
+
+    "Results appear once the module is loaded" was shown on a running precompiled multi-device module, whose
+    results never appear: the affinity analysis reads the source as gputop compiles it, and a .vmfb has none.
+    """
+    if snapshot.program is not None:  # gputop never compiled a watched program's module
+        return "a watched program's module: gputop did not compile it, so no affinity analysis"
+    if snapshot.state == "idle" or snapshot.state in BUSY_STATES:
+        return "results appear once the module is loaded"
+    if snapshot.function is None:
+        return f"no results: the run is {snapshot.state} and its module was never loaded"
+    if len(snapshot.device_ids) > 1:
+        if snapshot.target.endswith(".vmfb"):
+            return (
+                "no affinity analysis for a precompiled .vmfb: it needs the module's source "
+                "(give gputop the .mlir to see which device exports each result)"
+            )
+        return "no affinity analysis for this run (the Log says why)"
+    return f"{snapshot.function}() returns no results: nothing is exported"
+
+
 class ExportsPane(BoxPane):
     PANE_ID = "exports"
     TITLE = "Exports"
@@ -83,8 +105,6 @@ class ExportsPane(BoxPane):
     ExportsPane #exports-hint { height: auto; color: $text-muted; }
     """
 
-    _said_program = False
-
     def compose(self) -> ComposeResult:
         yield KeyedTable(COLUMNS, id="exports-table")
         yield Static("results appear once the module is loaded", id="exports-hint")
@@ -94,7 +114,5 @@ class ExportsPane(BoxPane):
         self.query_one("#exports-table", KeyedTable).sync(rows)
         hint = self.query_one("#exports-hint", Static)
         hint.display = not rows
-        if not rows and snapshot.program is not None and not self._said_program:
-            # gputop never compiled a watched program's module: it has no affinity analysis to show
-            hint.update("a watched program's module: gputop did not compile it, so no affinity analysis")
-            self._said_program = True
+        if not rows:
+            show_text(hint, empty_hint(snapshot))

@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from gputop.tui.bridge import (
     BUSY_STATES,
+    CHECK_FAILED,
     ParameterLoad,
     RunSnapshot,
     host_load_limit,
@@ -26,7 +27,7 @@ from gputop.tui.panes.box import show_text
 from gputop.tui.text import parameters_progress
 from gputop.tui.text.program import ended_text, program_title
 
-__all__ = ["SEPARATOR", "STATE_STYLES", "HeaderBar", "memory_bar", "parameters_bar"]
+__all__ = ["CHECK_FAILED_STYLE", "SEPARATOR", "STATE_STYLES", "HeaderBar", "memory_bar", "parameters_bar", "state_cell"]
 
 STATE_STYLES = {
     "idle": "dim",
@@ -67,20 +68,43 @@ def parameters_bar(load: ParameterLoad, width: int = 20) -> Text:
     return bar
 
 
+NARROWER = 5  # the second line's forms, widest first (`HeaderBar._second_line`)
 SEPARATOR = ("  │  ", "dim")  # fields never run together, whatever their text (a path, a device name)
 
 
-def neighbours_line(snapshot: RunSnapshot) -> str | None:
-    """Who else uses the GPU, and the host when others take more than its limit: only when anyone is there."""
+def neighbours_line(snapshot: RunSnapshot, short: bool = False) -> str | None:
+    """Who else uses the GPU, and the host when others take more than its limit: only when anyone is there.
+
+    `short`, for a narrow header: the counts alone (`1 other on the GPU; host: others 0.91/2 cores`), which fit
+    beside the memory bar at 80 columns where the whole sentence became `...`.
+    """
     neighbours = snapshot.neighbours
     if neighbours is None:
         return None
     data = to_json(neighbours)
-    parts = [neighbours_text(data)]
+    others = neighbours.others
+    if short:
+        parts = [f"{others} other{'s' if others != 1 else ''} on the GPU" if others else None]
+    else:
+        parts = [neighbours_text(data)]
     host = neighbours.host
     if host is not None and host.other_cores > host_load_limit(host.cores):
-        parts.append(f"host: {host_load_text(data['host'])}")
+        load = f"others {host.other_cores:.2f}/{host.cores} cores" if short else host_load_text(data["host"])
+        parts.append(f"host: {load}")
     return "; ".join(p for p in parts if p) or None
+
+
+CHECK_FAILED_STYLE = "bold white on red"
+
+
+def state_cell(snapshot: RunSnapshot, state: str) -> tuple[str, str]:
+    """The run state's cell, text and style: `state` (the state's words), or once the outputs were found unlike
+    their reference, `check failed` in red (`running, check failed` while the calls go on)."""
+    check = snapshot.check
+    if check is None or check.passed:
+        return f" {state} ", STATE_STYLES.get(snapshot.state, "")
+    shown = CHECK_FAILED if snapshot.state in ("finished", "stopped") else f"{state}, {CHECK_FAILED}"
+    return f" {shown} ", CHECK_FAILED_STYLE
 
 
 class HeaderBar(Static):
@@ -91,13 +115,19 @@ class HeaderBar(Static):
 
     origin: str | None = None
     recorded = False  # gputop open: a recorded run, read-only
+    _shown: RunSnapshot | None = None  # drawn again at a new width: a finished run sends no more snapshots
 
     def set_origin(self, origin: str) -> None:
         """The run is another process's (gputop attach): a third line says whose, and since when."""
         self.origin = origin
         self.add_class("attached")
 
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.show(self._shown)
+
     def show(self, snapshot: RunSnapshot) -> None:
+        self._shown = snapshot
         line = Text(no_wrap=True, overflow="ellipsis")
         state = snapshot.state
         if state in BUSY_STATES and snapshot.state_since is not None:
@@ -106,7 +136,7 @@ class HeaderBar(Static):
         if self.recorded:
             line.append(" recorded, read-only ", style="bold magenta")
             line.append(" ")
-        line.append(f" {state} ", style=STATE_STYLES.get(snapshot.state, ""))
+        line.append(*state_cell(snapshot, state))
         line.append(*SEPARATOR)
         program = snapshot.program
         if program is not None:  # gputop -- CMD: whose program, and how it ended once it has
@@ -124,6 +154,20 @@ class HeaderBar(Static):
             line.append(*SEPARATOR)
             line.append(f"{device.id} ", style="bold")
             line.append(device.name)
+        width = self.content_region.width
+        for narrower in range(NARROWER):  # the least needed fields give way first, and only where they must
+            second = self._second_line(snapshot, narrower)
+            if not width or second.cell_len <= width:
+                break
+        lines = [line, second]
+        if self.origin:
+            lines.append(Text.assemble(("attached ", "bold magenta"), self.origin, no_wrap=True, overflow="ellipsis"))
+        show_text(self, Text("\n").join(lines))
+
+    def _second_line(self, snapshot: RunSnapshot, narrower: int = 0) -> Text:
+        """Memory, backend, driver and what is wrong, at `narrower` (0: all of it): 1 the notes' short forms,
+        2 without the backend (the first line's device id names it), 3 without the driver, 4 a shorter bar."""
+        device, program = snapshot.device, snapshot.program
         second = Text(no_wrap=True, overflow="ellipsis")
         used = total = None
         if snapshot.memory is not None and snapshot.memory.devices:
@@ -131,13 +175,14 @@ class HeaderBar(Static):
             used, total = first.device_used_bytes, first.device_total_bytes
         if snapshot.parameters is not None and not snapshot.parameters.done:
             second.append_text(parameters_bar(snapshot.parameters))
-        second.append_text(memory_bar(used, total))
-        if device is not None:
-            second.append(*SEPARATOR)
-            second.append(device.backend, style="bold")
+        second.append_text(memory_bar(used, total, 10 if narrower >= 4 else 20))
+        if device is not None and narrower < 3:
+            if narrower < 2:
+                second.append(*SEPARATOR)
+                second.append(device.backend, style="bold")
             second.append(*SEPARATOR)
             second.append(device.driver_info or device.kind)
-        neighbours = neighbours_line(snapshot)
+        neighbours = neighbours_line(snapshot, short=narrower >= 1)
         if neighbours:
             second.append(*SEPARATOR)
             second.append(neighbours, style="yellow")
@@ -147,7 +192,4 @@ class HeaderBar(Static):
         if program is not None and program.hints:  # the newest diagnosis matters more than the driver's name
             second.append(*SEPARATOR)
             second.append(f"! {program.hints[-1]}", style="bold yellow")
-        lines = [line, second]
-        if self.origin:
-            lines.append(Text.assemble(("attached ", "bold magenta"), self.origin, no_wrap=True, overflow="ellipsis"))
-        show_text(self, Text("\n").join(lines))
+        return second

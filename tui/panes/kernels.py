@@ -56,6 +56,7 @@ from gputop.tui.bridge import limits_line as limits_text
 from gputop.tui.call_strip import call_strip, call_strip_rows
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
+from gputop.tui.text.layers import from_cell, source_ops_text
 
 __all__ = ["KernelsPane", "vs_base", "without_function"]
 
@@ -64,6 +65,7 @@ NAME_WIDTH = 22
 # where there is room. At 120 columns kernel, count, avg, min, max and share fit; at 200 all of them.
 COLUMNS = (
     Column("kernel"),
+    Column("from", 1),  # the first model layer it came from, +N fused ones (tui/text/layers.py)
     Column("count"),
     Column("avg"),
     Column("min", 2),
@@ -101,16 +103,21 @@ class KernelsPane(BoxPane):
     KernelsPane #kernels-hint { height: auto; color: $text-muted; }
     KernelsPane #kernels-note { height: auto; color: $text-muted; }
     KernelsPane #kernels-verdict { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+    KernelsPane #kernels-from { height: auto; max-height: 2; color: $text-muted; }
     KernelsPane #kernels-call { height: auto; margin-top: 1; display: none;
                                 text-wrap: nowrap; text-overflow: ellipsis; }
     """
     _breakdown: CallBreakdown | None = None
     _verdicts: dict[str, str] | None = None  # ncu's verdict per kernel, after a counters pass
+    _origins: dict[str, str] | None = None  # each kernel's source ops in full, or why they are not known
 
     def compose(self) -> ComposeResult:
         yield Static(id="kernels-summary")
         yield Static(id="kernels-warning")
         yield KeyedTable(COLUMNS, id="kernels-table")
+        origin = Static(id="kernels-from")
+        origin.display = False  # until a profile has kernels: the one under the cursor, in the model's words
+        yield origin
         verdict = Static(id="kernels-verdict")
         verdict.display = False  # until a counters pass gave ncu's verdicts
         yield verdict
@@ -161,7 +168,9 @@ class KernelsPane(BoxPane):
         if profile is None:
             self.query_one("#kernels-table", KeyedTable).sync({})
             self.query_one("#kernels-verdict", Static).display = False
+            self.query_one("#kernels-from", Static).display = False
             self._verdicts = None
+            self._origins = None
             summary.display = False
             note.display = False
             warning.display = False
@@ -182,10 +191,13 @@ class KernelsPane(BoxPane):
         if profile.kernels_overhead is not None:  # the kernel times are another run's, which cost more
             cost += f"\nkernel times: a run {profile.kernels_overhead.ratio:.2f}x (per-dispatch timestamps)"
         measured = counters_line(snapshot.counters_pass)
+        # The table may merge passes; the per-call line is the newest pass's own, as the Timeline and the Log say.
+        merged = f" over {profile.passes} passes" if profile.passes > 1 else ""
+        newest = f"newest pass ({profile.pass_calls} calls): " if profile.passes > 1 and profile.pass_calls else ""
         show_text(
             summary,
-            f"{profile.source}, {timing}, {profile.calls} calls\n"
-            f"kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}{cost}"
+            f"{profile.source}, {timing}, {profile.calls} calls{merged}\n"
+            f"{newest}kernels {ms_fixed(profile.call_kernel_ms)} per call{wall}{gap}{cost}"
             + (f"\n{limits}" if limits else "")
             + (f"\n{measured}" if measured else ""),
         )
@@ -202,27 +214,33 @@ class KernelsPane(BoxPane):
         note.display = named
         show_text(note, f"{NAME_MARK} {NAME_NOTE}" if named else "")
         self._verdicts = {k.name: verdict_text(k, snapshot.function or "") for k in profile.kernels if k.counters}
+        self._origins = {k.name: source_ops_text(to_json(k)) for k in profile.kernels}
         self._show_verdict()
 
     def on_data_table_row_highlighted(self, _event: object) -> None:
         self._show_verdict()
 
     def _show_verdict(self) -> None:
-        """ncu's verdict on the kernel under the table's cursor (the first, before the cursor moves)."""
+        """What the kernel under the table's cursor came from, in full, and ncu's verdict on it (the first
+        kernel, before the cursor moves)."""
         verdict = self.query_one("#kernels-verdict", Static)
+        origin = self.query_one("#kernels-from", Static)
         table = self.query_one("#kernels-table", KeyedTable)
         keys = table.row_keys
         key = keys[min(max(table.cursor_row, 0), len(keys) - 1)] if keys else ""
         text = (self._verdicts or {}).get(key, "")
         verdict.display = bool(text)
         show_text(verdict, text)
+        came_from = (self._origins or {}).get(key, "")
+        origin.display = bool(came_from)
+        show_text(origin, came_from)
 
 
 def vs_base(kernel: KernelTiming, baseline: LiveBaseline | None) -> str:
     """The kernel's p50 against the baseline's: `-31%`, `~`, or `-` where the baseline has no such kernel."""
     if baseline is None:
         return ""
-    change = baseline.kernel_change(kernel.name, kernel.p50_us)
+    change = baseline.kernel_change(kernel.name, kernel.p50_us, kernel.source_ops)
     if change is None or change.change is None:
         return "-"
     return f"{change.change * 100:+.0f}%" if change.significant else "~"
@@ -254,6 +272,7 @@ def kernel_rows(
         mark = f" {NAME_MARK}" if name_marked(data[index]) else ""
         rows[kernel.name] = (
             short_name(kernel.name, function) + mark,
+            from_cell(data[index]),
             str(kernel.count),
             numeric["avg"][index],
             numeric["min"][index],

@@ -3,7 +3,11 @@
 It takes the rows its lines need, three at most (ten on a screen of 50 rows
 or more), so the panes above keep the screen; `l` grows it to most of the screen and back.
 Collapsed, it shows the newest whole messages, newest last: never the tail of an older
-one cut mid-way, and never older lines left in view by the grown pane's scroll.
+one cut mid-way, and never older lines left in view by the grown pane's scroll; a newest
+message taller than the pane ends, at a word, with `…` (`l` shows it whole).
+Lines wrap at words, and a path too long for a row breaks after a `/`, between its
+components, never inside a name (`wrap_rows`): at 80 columns a session folder's path was cut
+mid-name and read as two paths.
 Each error is one line with the path of its full log, so a compile failure
 reads as a sentence and the IR dump stays in a file. Snapshots carry their
 newest events with sequence numbers; the pane appends only the ones it has
@@ -12,22 +16,77 @@ not shown, so coalesced snapshots never lose or repeat a line.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 
-from rich.segment import Segment
+from rich.cells import cell_len, chop_cells
 from rich.text import Text
 from textual import events
 from textual.widgets import RichLog
 
 from gputop.tui.bridge import Event, RunSnapshot
 
-__all__ = ["KEPT", "LEVEL_STYLES", "LogPane"]
+__all__ = ["KEPT", "LEVEL_STYLES", "LogPane", "clip_rows", "wrap_rows"]
 
 KEPT = 2000  # lines the pane keeps
 COLLAPSED_ROWS = 3  # text rows of the collapsed pane (max-height 5 less its border)
 COLLAPSED_ROWS_TALL = 10  # on a tall screen (app.py: Screen.tall #log, max-height 12)
 LEVEL_STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
+ELLIPSIS = "…"
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def _pieces(plain: str, width: int) -> list[tuple[int, int]]:
+    """(start, end) of the pieces a row may end after: each word with the spaces after it; a word longer than a
+    row split after each `/` (a path's components), and a part of it still longer cut at the width."""
+    pieces: list[tuple[int, int]] = []
+    for match in _WORD.finditer(plain):
+        start, end = match.span()
+        word = plain[start:end].rstrip()
+        if cell_len(word) <= width:
+            pieces.append((start, end))
+            continue
+        parts = re.findall(r"[^/]*/|[^/]+", word)
+        at = start
+        for part in parts:
+            for chunk in chop_cells(part, width):
+                pieces.append((at, at + len(chunk)))
+                at += len(chunk)
+        pieces[-1] = (pieces[-1][0], end)  # the spaces after the word go with its last piece
+    return pieces
+
+
+def wrap_rows(line: Text, width: int) -> list[Text]:
+    """`line` as the rows it takes `width` cells wide: broken at spaces, a path too long for a row after a `/`."""
+    rows: list[Text] = []
+    for part in line.split("\n", allow_blank=True):
+        plain = part.plain
+        breaks: list[int] = []
+        used = 0
+        for start, end in _pieces(plain, max(1, width)):
+            if used and used + cell_len(plain[start:end].rstrip()) > width:
+                breaks.append(start)
+                used = 0
+            used += cell_len(plain[start:end])
+        for row in part.divide(breaks):
+            row.rstrip()
+            rows.append(row)
+    return rows or [Text("")]
+
+
+def clip_rows(rows: list[Text], limit: int, width: int) -> list[Text]:
+    """The first `limit` of `rows`, the last of them ending at a word with `…` where any were left out."""
+    if len(rows) <= limit:
+        return rows
+    kept = rows[:limit]
+    last = kept[-1].copy()
+    if cell_len(last.plain) + cell_len(ELLIPSIS) > width:
+        cut = last.plain.rfind(" ")  # the last whole word that leaves room (a long word's end, failing that)
+        last = last[: cut if cut > 0 else max(0, len(last.plain) - cell_len(ELLIPSIS))]
+        last.rstrip()
+    last.append(ELLIPSIS, style="dim")
+    return [*kept[:-1], last]
 
 
 class LogPane(RichLog):
@@ -59,9 +118,11 @@ class LogPane(RichLog):
         self._lines.append(line)
         if not self._wrapped_at:  # before the pane has a width, lines wait: on_resize writes them
             return
-        self._rows.append(self._rows_of(line, self._wrapped_at))
+        rows = wrap_rows(line, self._wrapped_at)
+        self._rows.append(len(rows))
         if self.grown:
-            self.write(line, width=self._wrapped_at)
+            for row in rows:
+                self.write(row, width=self._wrapped_at)
         else:
             self.redraw()
 
@@ -69,24 +130,20 @@ class LogPane(RichLog):
     def grown(self) -> bool:
         return self.has_class("grown")
 
-    def _rows_of(self, line: Text, width: int) -> int:
-        """The rows `line` wraps to at `width`, rendered as RichLog.write renders it."""
-        console = self.app.console
-        return max(1, len(list(Segment.split_lines(console.render(line, console.options.update_width(width))))))
-
     def _collapsed_rows(self) -> int:
         return COLLAPSED_ROWS_TALL if self.is_attached and self.screen.has_class("tall") else COLLAPSED_ROWS
 
     def redraw(self) -> None:
         """Write the pane again: grown, every kept line, scrolled to the newest; collapsed, the newest whole
-        messages that fit (the newest alone when it is taller), blank rows above them."""
+        messages that fit (the newest alone when it is taller, cut at a word with `…`), blank rows above them."""
         width = self._wrapped_at
         if not width:
             return
         self.clear()
         if self.grown:
             for line in self._lines:
-                self.write(line, width=width)
+                for row in wrap_rows(line, width):
+                    self.write(row, width=width)
             return
         limit = self._collapsed_rows()
         shown = 0
@@ -100,7 +157,8 @@ class LogPane(RichLog):
         for _ in range(max(0, rows_needed - shown)):
             self.write(Text(""), width=width, scroll_end=False)
         for line in list(self._lines)[len(self._lines) - taken :]:
-            self.write(line, width=width, scroll_end=False)
+            for row in clip_rows(wrap_rows(line, width), limit, width):
+                self.write(row, width=width, scroll_end=False)
         self.scroll_home(animate=False, immediate=True)
 
     def on_resize(self, event: events.Resize) -> None:
@@ -109,7 +167,7 @@ class LogPane(RichLog):
         width = self.scrollable_content_region.width
         if width and width != self._wrapped_at:
             self._wrapped_at = width
-            self._rows = deque((self._rows_of(line, width) for line in self._lines), maxlen=KEPT)
+            self._rows = deque((len(wrap_rows(line, width)) for line in self._lines), maxlen=KEPT)
             self.redraw()
 
     def show(self, snapshot: RunSnapshot) -> None:

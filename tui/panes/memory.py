@@ -8,17 +8,23 @@ every call of a busy run; redrawn on each snapshot they made the table, whose
 every cell Textual renders again on any change, a third of the viewer's CPU
 (py-spy, the attached viewer of a 100k-calls-a-second run). So they move at
 most once a second of the run's own time, and always when live or peak
-bytes, the rows, or the run's state change.
+bytes, the rows, or the run's state change. A `weights` row gives the module's own bytes
+(constants inlined in its `.vmfb`, parameters), which an allocator's statistics may never count
+(local-task reads them in place from the mapped file); a line under the table says whether the
+pools hold them. Unlike the other tables' numeric columns, each size
+here takes its own unit (`512 B`, `7.5 MiB`, `1.2 GiB`): one column holds pools orders of magnitude
+apart (a host pool of GiB above a device pool of KiB), and a unit for the whole column made the small
+ones unreadable (`peak GiB 0.00391`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
-from gputop.tui.bridge import BYTES, RunSnapshot, column, human_bytes
+from gputop.tui.bridge import RunSnapshot, human_bytes, module_bytes_text, to_json, weight_bytes
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 
@@ -80,15 +86,19 @@ class MemoryPane(BoxPane):
             return
         lines = []
         pools = [(device.device_id, pool) for device in sample.devices for pool in device.pools]
+        modules = [m for m in to_json(snapshot.module_bytes) if weight_bytes(m) != 0]  # without weights: no row
+        weights = weight_rows(modules)
         labels: dict[str, str] = {}
         cells: dict[str, list[str]] = {}
         for name in BYTE_COLUMNS:
-            labels[name], cells[name] = column(name, [getattr(pool, f"{name}_bytes") for _, pool in pools], BYTES)
-        keys = [f"{device_id}/{pool.memory_type}" for device_id, pool in pools]
+            labels[name], cells[name] = name, [human_bytes(getattr(pool, f"{name}_bytes")) for _, pool in pools]
+            cells[name] += [human_bytes(size) if name == "live" else "-" for _, _, size in weights]  # held all along
+        keys = [f"{device_id}/{pool.memory_type}" for device_id, pool in pools] + [key for key, _, _ in weights]
+        kinds = [(device_id, pool.memory_type) for device_id, pool in pools] + [(d, "weights") for _, d, _ in weights]
         self._hold_cumulative(snapshot, keys, labels, cells)
         rows = {
-            key: (device_id, pool.memory_type, *(cells[n][i] for n in BYTE_COLUMNS))
-            for i, (key, (device_id, pool)) in enumerate(zip(keys, pools, strict=True))
+            key: (device_id, kind, *(cells[n][i] for n in BYTE_COLUMNS))
+            for i, (key, (device_id, kind)) in enumerate(zip(keys, kinds, strict=True))
         }
         for device in sample.devices:
             if device.device_used_bytes is not None:
@@ -100,6 +110,9 @@ class MemoryPane(BoxPane):
             reserved = sum(p.reserved_bytes for p in snapshot.profile.pools)
             committed = sum(p.committed_bytes for p in snapshot.profile.pools)
             lines.append(f"HAL pools (profile): reserved {human_bytes(reserved)}, committed {human_bytes(committed)}")
+        for row in modules:  # whether the pools above hold the weights row's bytes, and why not
+            said = module_bytes_text(row)
+            lines.append(f"{row['device_id']}: {said}" if len(modules) > 1 else said)
         lines.append(f"host RSS {human_bytes(sample.host_rss_bytes)} of {human_bytes(sample.host_total_bytes)}")
         several = len(sample.devices) > 1  # then the device says which row is which: it stays
         self.query_one("#memory-table", KeyedTable).sync(rows, labels, {"device": 0 if several else 3})
@@ -127,3 +140,13 @@ class MemoryPane(BoxPane):
             return
         shown = {key: {n: cells[n][i] for n in BYTE_COLUMNS} for i, key in enumerate(keys)}
         self._cumulative = _Shown(now, snapshot.state, shown, dict(labels))
+
+
+def weight_rows(modules: list[dict[str, Any]]) -> list[tuple[str, str, int | None]]:
+    """The `weights` rows (key, device cell, bytes) from the module's `ModuleBytes` as JSON: one per device, or
+    one for a module of several devices, whose .vmfb does not say which device holds which constant."""
+    if not modules:
+        return []
+    if int(modules[0].get("devices") or 1) > 1:
+        return [("module/weights", "all", weight_bytes(modules[0]))]
+    return [(f"{row['device_id']}/weights", str(row["device_id"]), weight_bytes(row)) for row in modules]

@@ -33,15 +33,21 @@ SPARKLINE_ROW_PAIR_S = 0.08
 
 
 def baseline_line(baseline: LiveBaseline, snapshot: RunSnapshot) -> str:
-    """`vs base p50 -12.3% [-14.0%, -10.1%]` (a real change), `vs base ~ (+0.8%)`, and whose run it is."""
+    """`vs base p50 -12.3% [-14.0%, -10.1%]` (a real change), `vs base ~ (+0.8%)`, and whose run it is.
+
+    A baseline that ran on another device says which (`base 22.8 ms on local-task`): the change is then
+    the devices' as much as the runs'.
+    """
+    other = baseline.other_device(snapshot.device.id if snapshot.device else None)
+    where = f" on {other}" if other else ""
     change = baseline.calls_change(snapshot.calls.recent_ms)
     if change.change is None:
-        return f"vs base {baseline.label}: no calls yet"
+        return f"vs base {baseline.label}{where}: no calls yet"
     if not change.tested:
-        return f"vs base p50 {change.change * 100:+.1f}% (untested: no kept samples)\n  {baseline.label}"
+        return f"vs base p50 {change.change * 100:+.1f}% (untested: no kept samples){where}\n  {baseline.label}"
     mark = f"{change.mark} ({change.change * 100:+.1f}%)" if change.mark == "~" else change.mark
     interval = f" [{(change.low or 0) * 100:+.1f}%, {(change.high or 0) * 100:+.1f}%]" if change.significant else ""
-    return f"vs base p50 {mark}{interval}, base {ms(change.a)}\n  {baseline.label}"
+    return f"vs base p50 {mark}{interval}, base {ms(change.a)}{where}\n  {baseline.label}"
 
 
 def call_rate(snapshot: RunSnapshot) -> str:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.actions import SkipAction
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
@@ -41,8 +42,9 @@ class KeyedTable(DataTable[object]):
     KeyedTable { overflow-x: hidden; }
     """
 
-    def __init__(self, columns: Sequence[str | Column], *, id: str | None = None) -> None:
+    def __init__(self, columns: Sequence[str | Column], *, id: str | None = None, selectable: bool = False) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
+        self._selectable = selectable  # whether `enter` on a row means anything here (the Captures table's does)
         self._declared = tuple(c if isinstance(c, Column) else Column(c) for c in columns)
         self._position = {c.name: i for i, c in enumerate(self._declared)}  # a column's place in a row's cells
         self._labels: dict[str, str] = {c.name: c.name for c in self._declared}
@@ -58,6 +60,13 @@ class KeyedTable(DataTable[object]):
 
     def on_mount(self) -> None:
         self._refit()
+
+    def action_select_cursor(self) -> None:
+        """`enter`: a row's selection where the table has a use for it; else the key goes on to the app, which
+        answers it (a table that took it would leave the key silent)."""
+        if not self._selectable or not self.row_count:
+            raise SkipAction()
+        super().action_select_cursor()
 
     def on_resize(self) -> None:
         self._refit()

@@ -1,7 +1,7 @@
 """The windows gputop opens over its panes, one module each, all importable from here.
 
 A pane is watched for the whole run; a screen is opened by a key, read, and
-closed: the key help, the device chooser, the roofline, the Timeline and a
+closed: the key help, the device chooser, the roofline, the layer view, the Timeline and a
 capture's dispatch list. Keeping them apart from the panes lets the app find
 every window in one place and lets each pane module hold only its own pane;
 like the panes, they reach the engine only through the bridge.
@@ -12,8 +12,9 @@ from __future__ import annotations
 from gputop.tui.screens.capture import CaptureScreen
 from gputop.tui.screens.device import DeviceScreen
 from gputop.tui.screens.help import HelpScreen
+from gputop.tui.screens.layers import LayersScreen
 from gputop.tui.screens.roofline import RooflineScreen
 from gputop.tui.screens.timeline import TimelineScreen
 from gputop.tui.screens.window import Window
 
-__all__ = ["CaptureScreen", "DeviceScreen", "HelpScreen", "RooflineScreen", "TimelineScreen", "Window"]
+__all__ = ["CaptureScreen", "DeviceScreen", "HelpScreen", "LayersScreen", "RooflineScreen", "TimelineScreen", "Window"]

@@ -6,7 +6,8 @@ the flat compute roof beyond it. A kernel sits at its own intensity and
 achieved rate; its distance below the roof is what a compiler could still
 win. Drawn in a terminal with Unicode braille (2x4 dots a cell), the ceilings
 at the pass's clock solid and the datasheet's dotted when the clock was lower,
-each kernel as its number, with a legend that says the numbers. A kernel
+each kernel as its number, with a legend that says the numbers (and the
+model's layer each kernel came from, as the Kernels pane's `from`). A kernel
 whose work a counters pass measured (`n`) is drawn twice: green where its
 measured FLOPs and DRAM bytes put it, dim where the estimate (from the IR or
 the dispatch name) put it, dots between, so the gap between them shows.
@@ -37,9 +38,11 @@ from gputop.tui.bridge import (
     ridge_intensity,
     share_of_ceiling,
     si,
+    to_json,
 )
 from gputop.tui.panes.kernels import dispatch_number, without_function
 from gputop.tui.screens.window import Window
+from gputop.tui.text.layers import from_cell
 
 __all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
 
@@ -276,15 +279,27 @@ def _legend(
     shown = profile.kernels[:LEGEND_ROWS]
     width = max((len(without_function(k.name, function)) for k in shown), default=10)
     marks = max((len(numbered.get(k.name, "")) for k in shown), default=1)
+    origins = {k.name: _came_from(k) for k in shown}
+    origin_width = max((len(text) for text in origins.values()), default=0)
     for kernel in shown:
         marker = numbered.get(kernel.name, "")
         legend.append(f" {marker:>{marks}} ", "bold yellow")
-        legend.append(f"{without_function(kernel.name, function):<{width}}  {_describe(kernel, peaks.estimate)}\n")
+        legend.append(f"{without_function(kernel.name, function):<{width}}  ")
+        if origin_width:  # a column only where some kernel's source ops are known
+            legend.append(f"{origins[kernel.name]:<{origin_width}}  ", "bold")
+        legend.append(f"{_describe(kernel, peaks.estimate)}\n")
     if len(profile.kernels) > LEGEND_ROWS:
         legend.append(
             f"   ... {len(profile.kernels) - LEGEND_ROWS} more kernels (the Kernels pane lists them)\n", "dim"
         )
     return legend
+
+
+def _came_from(kernel: KernelTiming) -> str:
+    """`from layers/conv1 +1`: the model's layer a kernel was formed from, as the Kernels pane's `from` says it
+    (its first source op, +N fused ones); empty where its source ops are not known."""
+    cell = from_cell(to_json(kernel))
+    return "" if cell == "-" else f"from {cell}"
 
 
 def _describe(kernel: KernelTiming, estimate: bool = False) -> str:

@@ -151,9 +151,11 @@ def render_timeline(
         strips.append(Text.assemble(label, strip))
     if baseline is not None and base:
         change = f" ({(median_ms / base_ms - 1) * 100:+.1f}% live)" if base_ms > 0 else ""
+        other = baseline.other_device(snapshot.device.id if snapshot.device else None)
+        where = f" on {other}" if other else ""  # another device's call: said before any figure is read
         strips.append(
-            Text(f"baseline median call {ms_fixed(base_ms)}{change}: {baseline.label}", style="dim", no_wrap=True,
-                 overflow="ellipsis")
+            Text(f"baseline median call {ms_fixed(base_ms)}{where}{change}: {baseline.label}", style="dim",
+                 no_wrap=True, overflow="ellipsis")
         )  # fmt: skip
         for name, strip in strip_rows(base, axis_ms, strip_width):
             label = Text(f"{('base ' + name)[: LABEL_WIDTH - 1]:<{LABEL_WIDTH}}", style="dim", no_wrap=True)

@@ -9,6 +9,7 @@ thing said:
 
 - `report`: `gputop run`'s and `gputop report`'s text, one function per section (`SECTIONS`).
 - `kernels`: the profile pass's part of it (kernel table, limits, cost, call breakdown).
+- `layers`: kernels in the model's words: the `from` cell, a kernel's source ops, time by layer.
 - `counters`: the counters pass's part of it.
 - `parameters`: a parameters load's progress line and its stages.
 - `affinity`, `capture`, `tables`: `gputop affinity`, `capture-info`, `devices` and `sessions`.

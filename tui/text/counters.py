@@ -3,7 +3,8 @@
 Nsight Compute's figures per kernel are many; the printout keeps what a person
 compares at a glance (time, measured FLOPs and DRAM bytes against the estimate,
 throughput, occupancy, launch shape, clock), then each kernel's speed-of-light
-verdict and the rule ncu expects most from, one line each. Everything else
+verdict, with the model's layer the kernel came from, and the rule ncu expects
+most from, one line each. Everything else
 (every rule, the per-precision FLOPs, the command) is in the JSON
 (`kernels[].counters`, `counters_pass`). Numbers are written by
 the engine's units, as every other face writes them.
@@ -15,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gputop.tui.bridge import RATE, TIME_US, column, dram_bytes, estimate_ratio, estimated_work, fixed, percent, seconds
+from gputop.tui.text.layers import from_cell
 
 __all__ = ["COUNTER_COLUMNS", "counters_lines"]
 
@@ -75,14 +77,17 @@ def _whole(value: float | None) -> str:
 
 
 def _advice(kernels: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each kernel's verdict, and the rule with the largest estimated speedup."""
+    """Each kernel's verdict (naming the layer it came from, `from_cell`), and the rule with the largest
+    estimated speedup."""
     lines = []
     for kernel in kernels:
         c = kernel.get("counters")
         if not c:
             continue
         if c.get("verdict"):
-            lines.append(f"verdict   {kernel['name']}: {c['verdict']}")
+            came = from_cell(kernel)
+            origin = f" (from {came})" if came != "-" else ""
+            lines.append(f"verdict   {kernel['name']}{origin}: {c['verdict']}")
         rules = [r for r in c.get("rules") or () if r.get("text")]
         if rules:
             best = max(rules, key=lambda r: r.get("speedup_pct") or 0.0)

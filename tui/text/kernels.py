@@ -29,6 +29,7 @@ from gputop.tui.bridge import (
     share_of_ceiling,
     work_lines,
 )
+from gputop.tui.text.layers import from_cell
 
 __all__ = ["BREAKDOWN_ROWS", "KERNEL_NUMBERS", "breakdown_table", "kernel_table", "kernels_lines", "overhead_lines"]
 
@@ -147,10 +148,11 @@ def kernel_table(kernels: list[dict[str, Any]], estimate: bool = False) -> str:
         share_of_ceiling(pct_of_bound(k.get("bound"), k.get("pct_peak_compute"), k.get("pct_peak_bandwidth")), estimate)
         for k in kernels
     ]
-    header = ("kernel", "count", *(labels[n] for n in KERNEL_NUMBERS), "bound")
+    header = ("kernel", "from", "count", *(labels[n] for n in KERNEL_NUMBERS), "bound")
     rows = [header] + [
         (
             k["name"] + (f" {NAME_MARK}" if name_marked(k) else ""),
+            from_cell(k),
             str(k["count"]),
             *(cells[n][i] for n in KERNEL_NUMBERS),
             k.get("bound") or "-",
@@ -160,8 +162,8 @@ def kernel_table(kernels: list[dict[str, Any]], estimate: bool = False) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     last = len(header) - 1
 
-    def cell(i: int, text: str) -> str:
-        return text if i == last else text.ljust(widths[i]) if i == 0 else text.rjust(widths[i])
+    def cell(i: int, text: str) -> str:  # the names (kernel, from) left-aligned, the numbers right
+        return text if i == last else text.ljust(widths[i]) if i <= 1 else text.rjust(widths[i])
 
     return "\n".join("  ".join(cell(i, text) for i, text in enumerate(row)).rstrip() for row in rows)
 

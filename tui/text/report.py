@@ -17,15 +17,18 @@ from gputop.tui.bridge import (
     fixed,
     gbps,
     human_bytes,
+    module_bytes_text,
     ms,
     ms_fixed,
     neighbours_lines,
     seconds,
     unchecked_outputs,
+    weight_bytes,
 )
 from gputop.tui.text.affinity import affinity_table
 from gputop.tui.text.counters import counters_lines
 from gputop.tui.text.kernels import kernels_lines
+from gputop.tui.text.layers import layers_lines
 from gputop.tui.text.parameters import parameter_stages_line
 
 __all__ = ["PHASES", "SECTIONS", "run_report"]
@@ -132,7 +135,8 @@ def stages_lines(report: Report) -> list[str]:
 
 
 def memory_lines(report: Report) -> list[str]:
-    """Each device's pools (live and peak) and what the driver saw used, then the host's RSS peak."""
+    """Each device's pools (live and peak) and what the driver saw used, the module's weights, then the host's
+    RSS peak."""
     memory = report.get("memory") or {}
     lines = []
     for row in memory.get("devices", []):
@@ -148,6 +152,9 @@ def memory_lines(report: Report) -> list[str]:
                 f"{human_bytes(row.get('device_total_bytes'))} ({row.get('source')})"
             )
         lines.append(f"memory    {row['device_id']}: {pools or 'no allocations seen'}{device_line}")
+    modules = [row for row in memory.get("module_bytes") or [] if weight_bytes(row) != 0]
+    for row in modules:  # the module's weights, which the pools above may not hold
+        lines.append(f"module    {row['device_id'] + ': ' if len(modules) > 1 else ''}{module_bytes_text(row)}")
     if memory.get("host_rss_peak_bytes"):
         lines.append(f"host      RSS peak {human_bytes(memory['host_rss_peak_bytes'])}")
     return lines
@@ -226,6 +233,7 @@ SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
     outputs_lines,
     check_lines,
     kernels_lines,
+    layers_lines,
     counters_lines,
     captures_lines,
     exports_lines,

@@ -10,7 +10,7 @@ from typing import Any
 
 from gputop.tui.bridge import human_bytes, seconds
 
-__all__ = ["SESSIONS_TARGET_MIN", "aligned", "cut_middle", "devices_table", "sessions_table"]
+__all__ = ["SESSIONS_TARGET_MIN", "aligned", "cut_middle", "devices_table", "keep_tail", "sessions_table"]
 
 
 def devices_table(rows: list[dict[str, Any]]) -> str:
@@ -54,12 +54,27 @@ def cut_middle(text: str, width: int) -> str:
     return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
-SESSIONS_TARGET_MIN = 16  # the TARGET column gives way down to this; narrower terminals wrap
+def keep_tail(text: str, width: int) -> str:
+    """`text` in at most `width` characters, its start given up for `…`: a path keeps its file name and the
+    folders nearest it, cut at a `/` where that leaves them whole (`…/models/relu.onnx`)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[len(text) - width :]
+    tail = text[len(text) - (width - 1) :]
+    slash = tail.find("/")
+    if 0 < slash < len(tail) - 1:
+        tail = tail[slash:]
+    return "…" + tail
+
+
+SESSIONS_TARGET_MIN = 16  # the TARGET column gives way down to this before it shrinks to 8 (see _fit_sessions)
 
 
 def sessions_table(entries: list[dict[str, Any]], width: int | None = None) -> str:
     """`gputop sessions`: one row per session, oldest first; within `width` columns when given, by
-    cutting the middle of long targets (never the id, which `report`, `open` and `attach` take)."""
+    cutting the start of long targets, keeping their file names (never the id, which `report`, `open`
+    and `attach` take)."""
     import time
 
     rows: list[tuple[str, ...]] = [("STARTED", "ID", "TARGET", "DEVICE", "STATE", "DURATION", "SAMPLES")]
@@ -81,18 +96,26 @@ def sessions_table(entries: list[dict[str, Any]], width: int | None = None) -> s
 
 
 def _fit_sessions(rows: list[tuple[str, ...]], width: int) -> list[tuple[str, ...]]:
-    """The sessions table within `width`: long targets lose their middle (down to SESSIONS_TARGET_MIN),
-    then SAMPLES goes, then STARTED (a default id starts with the same time), then targets shrink to 8."""
+    """The sessions table within `width`: long targets lose their start (down to SESSIONS_TARGET_MIN),
+    then SAMPLES goes, then STARTED (a default id starts with the same time), then targets shrink to 8,
+    then DURATION goes, then DEVICE: the id, a target's tail and the state are what a row is for."""
 
     def fitted(rows: list[tuple[str, ...]], least: int) -> tuple[list[tuple[str, ...]], bool]:
         target = rows[0].index("TARGET")
         others = sum(max(len(row[i]) for row in rows) + 2 for i in range(len(rows[0])) if i != target)
         room = max(least, width - others)
-        cut = [(*row[:target], cut_middle(row[target], room), *row[target + 1 :]) for row in rows]
+        cut = [(*row[:target], keep_tail(row[target], room), *row[target + 1 :]) for row in rows]
         return cut, max(len(line) for line in aligned(cut).splitlines()) <= width
 
-    steps = ((), ("SAMPLES",), ("SAMPLES", "STARTED"))
-    for drop, least in [(drop, SESSIONS_TARGET_MIN) for drop in steps] + [(steps[-1], 8)]:
+    steps: list[tuple[tuple[str, ...], int]] = [
+        ((), SESSIONS_TARGET_MIN),
+        (("SAMPLES",), SESSIONS_TARGET_MIN),
+        (("SAMPLES", "STARTED"), SESSIONS_TARGET_MIN),
+        (("SAMPLES", "STARTED"), 8),
+        (("SAMPLES", "STARTED", "DURATION"), 8),
+        (("SAMPLES", "STARTED", "DURATION", "DEVICE"), 8),
+    ]
+    for drop, least in steps:
         keep = [i for i, name in enumerate(rows[0]) if name not in drop]
         narrowed, fits = fitted([tuple(row[i] for i in keep) for row in rows], least)
         if fits:

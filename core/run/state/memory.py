@@ -1,4 +1,4 @@
-"""The run's memory: the newest sample, the live bytes' recent history, and the peaks since the start.
+"""The run's memory: the newest sample, the live bytes' recent history, the peaks, and the module's weights.
 
 A state part (see `gputop.core.run.state`): RunState holds it and changes it
 under its lock only. `fields()` is its piece of every snapshot;
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TypedDict
 
-from gputop.core.records.memory import MemorySample
+from gputop.core.records.memory import MemorySample, ModuleBytes
 
 __all__ = ["MEMORY_HISTORY", "MemoryFields", "MemoryState", "MemorySummaryFields"]
 
@@ -22,6 +22,7 @@ class MemoryFields(TypedDict):
 
     memory: MemorySample | None
     memory_history: tuple[int, ...]
+    module_bytes: tuple[ModuleBytes, ...]
 
 
 class MemorySummaryFields(TypedDict):
@@ -41,6 +42,7 @@ class MemoryState:
         self.peak_live: dict[str, int] = {}  # per device: the most live or peak pool bytes seen
         self.peak_rss = 0
         self.samples = 0
+        self.module_bytes: tuple[ModuleBytes, ...] = ()  # per device, once the module's context exists
 
     def add(self, sample: MemorySample) -> None:
         """A sample: pools, device and host; the peaks take it in."""
@@ -56,7 +58,7 @@ class MemoryState:
         self.history.append(total_live)
 
     def fields(self) -> MemoryFields:
-        return MemoryFields(memory=self.latest, memory_history=tuple(self.history))
+        return MemoryFields(memory=self.latest, memory_history=tuple(self.history), module_bytes=self.module_bytes)
 
     def summary_fields(self) -> MemorySummaryFields:
         return MemorySummaryFields(

@@ -1,9 +1,11 @@
 """What a run produced besides its snapshots: the compiled module, tensors, output check, parameters, stages.
 
 A state part (see `gputop.core.run.state`): RunState holds it and changes it
-under its lock only. It adds nothing to the snapshots; `summary_fields()` is
-its piece of the run's report. `RunOutcome` is the frozen value readers get
-(`Session.outcome`): the part replaces it, never changes it.
+under its lock only. Of the snapshots it fills only the output check
+(`fields()`: a failed check is a state of the run a viewer must see);
+`summary_fields()` is its piece of the run's report. `RunOutcome` is the
+frozen value readers get (`Session.outcome`): the part replaces it, never
+changes it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from gputop.core.records.compile import CompileRecord
 from gputop.core.records.parameters import ParameterStages
 from gputop.core.wording import check_tolerances, unchecked_outputs
 
-__all__ = ["OutcomeState", "OutcomeSummaryFields", "RunOutcome", "check_lines", "compile_record"]
+__all__ = ["OutcomeFields", "OutcomeState", "OutcomeSummaryFields", "RunOutcome", "check_lines", "compile_record"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,12 @@ class RunOutcome:
     parameter_seconds: float | None = None
     parameter_zero_copy: bool = False
     parameter_stages: ParameterStages | None = None
+
+
+class OutcomeFields(TypedDict):
+    """The snapshot's fields this part fills."""
+
+    check: OutputCheck | None
 
 
 class OutcomeSummaryFields(TypedDict):
@@ -99,6 +107,9 @@ class OutcomeState:
             parameter_zero_copy=zero_copy,
             parameter_stages=stages,
         )
+
+    def fields(self) -> OutcomeFields:
+        return OutcomeFields(check=self.value.check)
 
     def summary_fields(self) -> OutcomeSummaryFields:
         outcome = self.value

@@ -46,6 +46,7 @@ from gputop.core.snapshot import (
     Diagnostic,
     ExportAffinity,
     MemorySample,
+    ModuleBytes,
     Neighbours,
     OutputCheck,
     ParameterStages,
@@ -374,6 +375,12 @@ class RunState:
             self._memory.add(sample)
         self.publish()
 
+    def set_module_bytes(self, module_bytes: tuple[ModuleBytes, ...]) -> None:
+        """The module's weights per device, once its context exists (the Memory pane's weights row)."""
+        with self._lock:
+            self._memory.module_bytes = module_bytes
+        self.publish(force=True)
+
     def on_neighbours(self, neighbours: Neighbours) -> None:
         """The live view of the GPU's other processes and the host's load (the neighbour watch's thread)."""
         with self._lock:
@@ -447,4 +454,5 @@ class RunState:
             **self._parameters.fields(),
             **self._neighbours.fields(),
             **self._program.fields(),
+            **self._outcome.fields(),
         )
