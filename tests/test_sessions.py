@@ -166,7 +166,7 @@ def test_sessions_and_report_by_id(tmp_path: Path) -> None:
     proc = run_gputop("run", "demo:mlp", "--device", "cpu", "-n", "2", "--json", "-", "--quiet")
     assert proc.returncode == 0, proc.stderr
     folder = Path(json.loads(proc.stdout)["session_dir"])
-    listing = run_gputop("sessions")
+    listing = run_gputop("sessions", "--wide")  # whole rows: the store holds every test's sessions, ids long
     assert listing.returncode == 0
     [line] = [line for line in listing.stdout.splitlines() if folder.name in line]
     assert "demo:mlp" in line and "local-task" in line and "finished" in line

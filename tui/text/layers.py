@@ -52,8 +52,11 @@ def source_ops_text(kernel: Row) -> str:
         return f"from: not known: {reason}" if reason else ""  # a run recorded before gputop named them: nothing
     parts = []
     for op in ops:
-        where = ", ".join(str(part) for part in (op.get("op"), op.get("loc")) if part)
-        parts.append(f"{op.get('name') or op.get('loc') or op.get('op')} ({where})" if op.get("name") else where)
+        if op.get("name"):  # `/layer1/conv1/Conv (Conv, model.mlir:12:10)`
+            where = ", ".join(str(part) for part in (op.get("op"), op.get("loc")) if part)
+            parts.append(f"{op['name']} ({where})")
+        else:  # `linalg.matmul (mlp.mlir:7:9)`
+            parts.append(f"{op.get('op')} ({op.get('loc')})" if op.get("loc") else str(op.get("op")))
     return "from " + ", ".join(parts)
 
 
