@@ -160,7 +160,7 @@ def cuda_rounds(
     ratios = []
     for _ in range(passes):  # as the pass does it: the run's newest calls, then the recorded ones
         unprofiled = [s * 1e3 for s in runner.timed_calls(run_window(calls))]
-        overhead = measure_overhead(statistics.fmean(pass_walls()) * 1e3, unprofiled, "bench")
+        overhead = measure_overhead([s * 1e3 for s in pass_walls()], unprofiled, "bench")
         assert overhead is not None
         ratios.append(overhead.ratio)
     runner.close()

@@ -19,6 +19,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gputop.core.call_modes import modes_text
     from gputop.core.compare import (
         DEFAULT_NOISE,
         Change,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from gputop.core.profiling.efficiency import ridge_intensity
     from gputop.core.profiling.overhead import PROFILE_LEVELS, kernels_cost_text, overhead_text, overhead_warning
     from gputop.core.profiling.profiles import read_profile
+    from gputop.core.profiling.timeline import breakdown_groups_text
     from gputop.core.program import ProgramHost, ProgramNotStarted, program_label
     from gputop.core.renderdoc.captures import capture_info
     from gputop.core.run import RunConfig, Session
@@ -119,6 +121,8 @@ if TYPE_CHECKING:
         CHECK_FAILED,
         NAME_MARK,
         NAME_NOTE,
+        call_clocks_lines,
+        call_clocks_text,
         check_tolerances,
         dram_bytes,
         estimated_work,
@@ -137,6 +141,7 @@ if TYPE_CHECKING:
 
 # Each room, and the names the faces take from it.
 ROOMS: dict[str, tuple[str, ...]] = {
+    "gputop.core.call_modes": ("modes_text",),
     "gputop.core.compare": (
         "DEFAULT_NOISE",
         "Change",
@@ -171,6 +176,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "gputop.core.profiling.efficiency": ("ridge_intensity",),
     "gputop.core.profiling.overhead": ("PROFILE_LEVELS", "kernels_cost_text", "overhead_text", "overhead_warning"),
     "gputop.core.profiling.profiles": ("read_profile",),
+    "gputop.core.profiling.timeline": ("breakdown_groups_text",),
     "gputop.core.program": ("ProgramHost", "ProgramNotStarted", "program_label"),
     "gputop.core.renderdoc.captures": ("capture_info",),
     "gputop.core.run": ("RunConfig", "Session"),
@@ -244,6 +250,8 @@ ROOMS: dict[str, tuple[str, ...]] = {
         "CHECK_FAILED",
         "NAME_MARK",
         "NAME_NOTE",
+        "call_clocks_lines",
+        "call_clocks_text",
         "check_tolerances",
         "dram_bytes",
         "estimated_work",

@@ -10,7 +10,10 @@ for `gputop compare`: every call of the run has the same chance to be in it
 can keep its call distribution in bounded space.
 The rate shown live is taken over the calls that ended in the last
 `RATE_WINDOW_S` seconds, so it follows what the run does now (a pause, a
-slower phase) instead of averaging the whole run.
+slower phase) instead of averaging the whole run. The window's calls are also
+looked at for separate groups (`call_modes.py`): that costs as much again as
+the rest of a snapshot, so it is redone at most every `MODES_EVERY_S` unless a
+snapshot asks for it exactly (the forced ones: a state change, the run's end).
 """
 
 from __future__ import annotations
@@ -21,14 +24,16 @@ from collections import deque
 
 import numpy as np
 
-from gputop.core.snapshot import CALL_BUCKETS_MS, CallStats
+from gputop.core.call_modes import ClockReadings, find_modes, modes_with_clocks
+from gputop.core.snapshot import CALL_BUCKETS_MS, CallMode, CallStats
 
-__all__ = ["RATE_WINDOW_S", "RECENT", "RESERVOIR", "WINDOW", "CallTimer", "rate_window"]
+__all__ = ["MODES_EVERY_S", "RATE_WINDOW_S", "RECENT", "RESERVOIR", "WINDOW", "CallTimer", "rate_window"]
 
 WINDOW = 10_000
 RECENT = 120
 RESERVOIR = 20_000  # call times kept for comparisons: a uniform sample of the whole run
 RATE_WINDOW_S = 5.0  # calls/s is counted over the calls that ended this long ago at most
+MODES_EVERY_S = 1.0  # the window's groups are looked for again at most this often (unless asked exactly)
 
 
 def rate_window(call_s: float) -> float:
@@ -46,6 +51,7 @@ class CallTimer:
 
     def __init__(self) -> None:
         self._window = np.zeros(WINDOW, dtype=np.float64)
+        self._window_ends = np.zeros(WINDOW, dtype=np.float64)  # each window call's end (perf_counter seconds)
         self._count = 0
         self._min = float("inf")
         self._max = 0.0
@@ -57,6 +63,9 @@ class CallTimer:
         self._window_s = RATE_WINDOW_S
         self._reservoir = np.zeros(RESERVOIR, dtype=np.float64)
         self._rng = np.random.default_rng(0)  # seeded: the same run keeps the same calls
+        self._modes: tuple[CallMode, ...] = ()
+        self._modes_count = 0  # the count the groups were found at
+        self._modes_at = -float("inf")
 
     @property
     def count(self) -> int:
@@ -66,7 +75,9 @@ class CallTimer:
     def add(self, seconds: float, *, ended_at: float | None = None) -> None:
         """One call of `seconds`, ended at `ended_at` (perf_counter seconds; now when not given)."""
         ms = seconds * 1e3
+        stamp = time.perf_counter() if ended_at is None else ended_at
         self._window[self._count % WINDOW] = ms
+        self._window_ends[self._count % WINDOW] = stamp
         if self._count < RESERVOIR:
             self._reservoir[self._count] = ms
         else:  # Algorithm R: the new call replaces a kept one with probability RESERVOIR / (count + 1)
@@ -78,7 +89,6 @@ class CallTimer:
         self._count += 1
         self._min = min(self._min, ms)
         self._max = max(self._max, ms)
-        stamp = time.perf_counter() if ended_at is None else ended_at
         if self._first_at is None:
             self._first_at = stamp - seconds
         self._last_at = stamp
@@ -122,15 +132,37 @@ class CallTimer:
         """The newest `n` call times (ms, fewer where the run has made fewer), oldest first."""
         return [float(v) for v in self._recent(n)]
 
-    def _recent(self, n: int) -> np.ndarray:
-        """The newest `n` times, oldest first."""
+    def _recent(self, n: int, ring: np.ndarray | None = None) -> np.ndarray:
+        """The newest `n` times (or their ends, from `ring`), oldest first."""
+        ring = self._window if ring is None else ring
         n = min(n, self._count, WINDOW)
         end = self._count % WINDOW
         if n <= end:
-            return self._window[end - n : end]
-        return np.concatenate((self._window[WINDOW - (n - end) :], self._window[:end]))
+            return ring[end - n : end]
+        return np.concatenate((ring[WINDOW - (n - end) :], ring[:end]))
 
-    def snapshot(self, now: float | None = None) -> CallStats:
+    def modes(self, *, exact: bool = False, clock_readings: ClockReadings | None = None) -> tuple[CallMode, ...]:
+        """The window's calls in groups (`call_modes.find_modes`), each with its SM clock where the run's clock
+        readings (`clock_readings`) cover its calls; found again at most every MODES_EVERY_S unless `exact`."""
+        stamp = time.perf_counter()
+        if self._count != self._modes_count and (exact or stamp - self._modes_at >= MODES_EVERY_S):
+            values = self._recent(WINDOW)
+            self._modes = modes_with_clocks(
+                find_modes(values), values, self._recent(WINDOW, self._window_ends), clock_readings
+            )
+            self._modes_count, self._modes_at = self._count, stamp
+        return self._modes
+
+    def snapshot(
+        self,
+        now: float | None = None,
+        *,
+        exact: bool = False,
+        clock_readings: ClockReadings | None = None,
+        groups: bool = True,
+    ) -> CallStats:
+        """The statistics now; `exact` looks for the window's groups again now, however recently it did (`modes`);
+        without `groups`, none are looked for (a watched program's every function: only its busiest shows them)."""
         if not self._count:
             return CallStats()
         values = self._window[: min(self._count, WINDOW)]
@@ -148,4 +180,5 @@ class CallTimer:
             recent_ms=tuple(float(v) for v in self._recent(RECENT)),
             buckets=tuple(self._buckets),
             sum_ms=self._sum_ms,
+            modes=self.modes(exact=exact, clock_readings=clock_readings) if groups else (),
         )

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 from gputop.core.records.affinity import ExportAffinity, Transfer
 from gputop.core.records.base import now, to_json
-from gputop.core.records.breakdown import SEGMENT_KINDS, BreakdownTotals, CallBreakdown, CallSegment
-from gputop.core.records.calls import CALL_BUCKETS_MS, CallStats, StageTimings
+from gputop.core.records.breakdown import SEGMENT_KINDS, BreakdownGroup, BreakdownTotals, CallBreakdown, CallSegment
+from gputop.core.records.calls import CALL_BUCKETS_MS, CallMode, CallStats, StageTimings
 from gputop.core.records.captures import BoundBuffer, CaptureDispatch, CaptureInfo, CaptureReplay
 from gputop.core.records.checks import Mismatch, OutputCheck, TensorSummary, Tolerance
-from gputop.core.records.clocks import ClockReading, DevicePeaks, PassClocks
+from gputop.core.records.clocks import CallClocks, ClockReading, DevicePeaks, PassClocks
 from gputop.core.records.compile import CompileRecord, Diagnostic
 from gputop.core.records.counters import CounterRule, CountersPass, KernelCounters
 from gputop.core.records.devices import DeviceInfo
@@ -43,8 +43,11 @@ __all__ = [
     "CALL_BUCKETS_MS",
     "SEGMENT_KINDS",
     "BoundBuffer",
+    "BreakdownGroup",
     "BreakdownTotals",
     "CallBreakdown",
+    "CallClocks",
+    "CallMode",
     "CallSegment",
     "CallStats",
     "CaptureDispatch",
@@ -139,6 +142,9 @@ class RunSnapshot:
     program: ProgramView | None = None  # a watched program (gputop -- CMD): its process, functions and loads
     module_bytes: tuple[ModuleBytes, ...] = ()  # per device: the module's weights and whether the pools hold them
     check: OutputCheck | None = None  # the outputs against their reference, once compared (the header's check failed)
+    call_clocks: CallClocks | None = None  # the GPU's clocks over the calls so far (NVML), with a warning
+    call_clocks_reason: str | None = None  # why there are none: a CPU device, no NVIDIA driver
+    clock_now: ClockReading | None = None  # the newest clock reading (Prometheus's gauges)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The engine's own sentences: what a report, a pane and the log say about a run, said one way.
 
 `units` writes a number; this writes what the numbers mean together: the
-clocks and peaks a profile pass ran under (or why they are unknown), which
+clocks and peaks a profile pass ran under (or why they are unknown), the
+clocks the calls ran at, which
 kernels' work was read from their names and why a kernel's FLOPs are unknown,
 who else used the GPU and the host, and which tolerances an output check
 applied. Every face (the Kernels pane and header, `gputop run`'s and `gputop
@@ -24,6 +25,8 @@ __all__ = [
     "CHECK_FAILED",
     "NAME_MARK",
     "NAME_NOTE",
+    "call_clocks_lines",
+    "call_clocks_text",
     "check_tolerances",
     "clocks_text",
     "dram_bytes",
@@ -61,6 +64,41 @@ def clocks_text(clocks: Mapping[str, Any], *, over_pass: bool = False) -> str:
         )
     top = f"/{end['max_sm_mhz']}" if end.get("max_sm_mhz") else ""
     return f"SM {clocks['mean_sm_mhz']:.0f}{top} MHz, mem {mhz(clocks['mean_mem_mhz'])}, {state}"
+
+
+# The GPU's clocks over the calls (the JSON form of a `CallClocks`: a report's `calls.clocks`)
+
+
+def _span(low: float, high: float) -> str:
+    return f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
+
+
+def call_clocks_text(clocks: Mapping[str, Any]) -> str:
+    """`SM 345-1980 MHz (median 345), mem 3201 MHz, P0, 78-128 W, 41 °C`: the clocks the calls ran at."""
+    low, high = clocks["sm_mhz_min"], clocks["sm_mhz_max"]
+    median = f" (median {clocks['sm_mhz_median']})" if low != high else ""
+    parts = [f"SM {_span(low, high)} MHz{median}", f"mem {_span(clocks['mem_mhz_min'], clocks['mem_mhz_max'])} MHz"]
+    if clocks.get("pstates"):
+        parts.append("/".join(clocks["pstates"]))
+    if clocks.get("power_w_min") is not None:
+        parts.append(f"{_span(clocks['power_w_min'], clocks['power_w_max'])} W")
+    if clocks.get("temperature_c_max") is not None:
+        parts.append(f"{clocks['temperature_c_max']} °C")
+    return ", ".join(parts)
+
+
+def call_clocks_lines(clocks: Mapping[str, Any] | None, device_kind: str | None) -> list[str]:
+    """The report's lines: the clocks over the calls and their warning; where there are none, why, but only
+    for a GPU (that a CPU device has no GPU clock is no news)."""
+    if not clocks:
+        return []
+    if "sm_mhz_min" not in clocks:
+        return [f"clocks    none: {clocks['reason']}"] if clocks.get("reason") and device_kind == "gpu" else []
+    over = f" over {seconds(clocks['seconds'])}" if clocks.get("seconds") else ""
+    lines = [f"clocks    {call_clocks_text(clocks)} ({clocks['readings']} readings{over})"]
+    if clocks.get("warning"):
+        lines.append(f"WARNING   {clocks['warning']}")
+    return lines
 
 
 def peaks_text(peaks: Mapping[str, Any]) -> str:

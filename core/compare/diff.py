@@ -24,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from gputop.core.compare.modes import mixed_groups_text, report_modes
 from gputop.core.compare.samples import as_array
 from gputop.core.compare.significance import BLOCKS, block_statistics, bootstrap_change, mann_whitney_u
 from gputop.core.errors import UsageError
 from gputop.core.profiling.source_ops import display_name
+from gputop.core.records.calls import CallMode
 from gputop.core.records.profile import SourceOp
 from gputop.core.wording import neighbours_text
 
@@ -57,6 +59,7 @@ ALPHA = 0.05
 DEFAULT_NOISE = 0.03  # changes smaller than this are `~` (see the module's docstring and BENCHMARKS.md)
 CALL_STATS = ("p50", "p95", "mean")
 CLOCK_APART = 0.10  # mean SM clocks this far apart make the comparison one of clocks, flagged at the top
+CALL_CLOCK_APART = 0.05  # ... and, over the calls, median SM clocks this far apart (`calls.clocks`)
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,11 @@ class Comparison:
     noise: float
     verdict: str
     warnings: tuple[str, ...] = field(default=())
+    # Each side's groups of calls (`call_modes.py`; one for a steady run): where both hold the same groups in
+    # other proportions, a change of the p50 or mean is the mix's (`compare/modes.py`), and the verdict says so.
+    modes_a: tuple[CallMode, ...] = field(default=())
+    modes_b: tuple[CallMode, ...] = field(default=())
+    mixed_groups: bool = False
 
     def call(self, stat: str) -> Change | None:
         return next((c for c in self.calls if c.stat == stat), None)
@@ -204,6 +212,41 @@ def _inputs_text(report: Mapping[str, Any]) -> str:
 def _clocks(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
     clocks = _get(report, "profile", "clocks")
     return clocks if isinstance(clocks, Mapping) else None
+
+
+def _call_clocks(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """`calls.clocks` where a clock was read (not only a reason), else None."""
+    clocks = _get(report, "calls", "clocks")
+    return clocks if isinstance(clocks, Mapping) and clocks.get("sm_mhz_median") else None
+
+
+def _call_clocks_text(clocks: Mapping[str, Any] | None) -> str:
+    """`median 345 MHz (345-1980)`: the SM clock the calls ran at, the row compare shows."""
+    if clocks is None:
+        return "-"
+    low, median, high = clocks.get("sm_mhz_min"), clocks["sm_mhz_median"], clocks.get("sm_mhz_max")
+    return f"median {median} MHz" + (f" ({low}-{high})" if low != high else "")
+
+
+def _call_clock_conditions(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Condition | None, list[str]]:
+    """The SM clock each side's calls ran at, and a warning where their medians are more than 5% apart (calls
+    at a lower clock run slower whatever the code) or a side's own clocks moved."""
+    ca, cb = _call_clocks(a), _call_clocks(b)
+    if ca is None and cb is None:
+        return None, []
+    warnings = []
+    sm_a, sm_b = (ca["sm_mhz_median"] if ca else None), (cb["sm_mhz_median"] if cb else None)
+    apart = bool(sm_a and sm_b and abs(sm_b - sm_a) > CALL_CLOCK_APART * max(sm_a, sm_b))
+    if apart:
+        warnings.append(
+            f"the GPU ran the calls at other clocks: median SM {sm_a} MHz in A, {sm_b} MHz in B "
+            "(calls at a lower clock are slower whatever the code)"
+        )
+    for side, clocks in (("A", ca), ("B", cb)):
+        if clocks and clocks.get("warning"):
+            warnings.append(f"{side}'s calls: {clocks['warning']}")
+    ta, tb = _call_clocks_text(ca), _call_clocks_text(cb)
+    return Condition("SM clock (calls)", ta, tb, apart or (ca is None) != (cb is None), apart), warnings
 
 
 def _neighbours_text(neighbours: Any) -> str | None:
@@ -267,6 +310,10 @@ def _conditions(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[list[Condit
         for side, clocks in (("A", ca), ("B", cb)):
             if clocks and clocks.get("warning"):
                 warnings.append(f"{side}'s clocks: {clocks['warning']}")
+    call_clocks, clock_warnings = _call_clock_conditions(a, b)
+    if call_clocks is not None:
+        rows.append(call_clocks)
+        warnings += clock_warnings
     for what, path in (("others (calls)", ("neighbours",)), ("others (profile)", ("profile", "neighbours"))):
         na, nb = _get(a, *path), _get(b, *path)
         if not (isinstance(na, Mapping) or isinstance(nb, Mapping)):
@@ -534,10 +581,17 @@ def _pct(value: float) -> str:
     return f"{abs(value) * 100:.1f}%"
 
 
-def _verdict(calls: Sequence[Change], kernels: Sequence[KernelChange], warnings: Sequence[str]) -> str:
+def _verdict(
+    calls: Sequence[Change], kernels: Sequence[KernelChange], warnings: Sequence[str], *, mixed: bool = False
+) -> str:
     p50 = next(c for c in calls if c.stat == "p50")
     if p50.change is None:
         head = "no call times to compare"
+    elif mixed:  # the same groups in other proportions: the p50 moved with the mix (compare/modes.py)
+        head = (
+            f"the same groups of calls in other proportions: p50 {p50.change * 100:+.1f}% from the mix, "
+            "not a change of the calls"
+        )
     elif not p50.tested:
         head = f"B's p50 is {p50.change * 100:+.1f}% against A's (no kept samples: untested)"
     elif p50.significant and p50.low is not None and p50.high is not None:
@@ -574,6 +628,10 @@ def compare_reports(
     conditions, warnings = _conditions(a, b)
     calls = _call_changes(a, b, noise)
     kernels = _kernel_changes(a, b, noise)
+    modes_a, modes_b = report_modes(a), report_modes(b)
+    mixed = mixed_groups_text(modes_a, modes_b)
+    if mixed is not None:
+        warnings.append(mixed)
     return Comparison(
         a_label=a_label,
         b_label=b_label,
@@ -584,8 +642,11 @@ def compare_reports(
         phases=tuple(_phases(a, b)),
         memory=tuple(_memory_rows(a, b)),
         noise=noise,
-        verdict=_verdict(calls, kernels, warnings),
+        verdict=_verdict(calls, kernels, warnings, mixed=mixed is not None),
         warnings=tuple(warnings),
+        modes_a=modes_a,
+        modes_b=modes_b,
+        mixed_groups=mixed is not None,
     )
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from gputop.core.call_modes import modes_text
 from gputop.core.compare.diff import Change, Comparison, KernelChange, Row
+from gputop.core.records.base import to_json
 from gputop.core.units import human_bytes, ms, seconds
 
 __all__ = ["comparison_json", "comparison_text", "verdict_line"]
@@ -82,6 +84,9 @@ def comparison_text(comparison: Comparison) -> str:
         lines.append(
             f"  {change.stat:<5} {ms(change.a):>10} -> {ms(change.b):>10}  {change.mark:>8}  {_interval(change)}"
         )
+    if len(c.modes_a) > 1 or len(c.modes_b) > 1:  # calls in separate groups (call_modes.py)
+        lines.append(f"  groups A {modes_text(to_json(c.modes_a)) or 'one group'}")
+        lines.append(f"         B {modes_text(to_json(c.modes_b)) or 'one group'}")
     if c.kernels:
         lines.append("kernels (p50 per dispatch; time per call)")
         width = min(60, max(len(k.name) for k in c.kernels))

@@ -9,6 +9,10 @@
  * Test hook: with GPUTOP_TEST_SLOW_PROFILED_CALL_US set, it also sleeps that long after each mark.
  * Google Benchmark reads its wall clock before the CPU clock when it starts the timer, so the sleep
  * lands inside every timed call (at least once): gputop's tests slow a real pass with it.
+ * With GPUTOP_TEST_SLOW_CALL_AT=N:US (gputop sets it for a pass's unprofiled run before the pass when
+ * a test asks, `overhead.SLOW_REFERENCE_CALL_ENV`) it sleeps US microseconds once, after the N-th read
+ * of the CPU clock: one real slow call among the reference. Google Benchmark 1.x reads it four times a
+ * repetition (seen with IREE 3.13's tool), the first as a call starts: N = 1, 5, 9, ... land in a call.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,6 +23,12 @@
 static int (*libc_clock_gettime)(clockid_t, struct timespec *);
 static FILE *marks;
 static long slow_us = -1;
+static long slow_at_read = -1, slow_at_us = 0, cpu_reads = 0;
+
+static void sleep_us(long micros) {
+  struct timespec pause = {micros / 1000000, (micros % 1000000) * 1000};
+  nanosleep(&pause, NULL);
+}
 
 int clock_gettime(clockid_t clock, struct timespec *result) {
   if (!libc_clock_gettime) {
@@ -40,10 +50,14 @@ int clock_gettime(clockid_t clock, struct timespec *result) {
       const char *slow = getenv("GPUTOP_TEST_SLOW_PROFILED_CALL_US");
       slow_us = slow ? atol(slow) : 0;
     }
-    if (slow_us > 0) {
-      struct timespec pause = {slow_us / 1000000, (slow_us % 1000000) * 1000};
-      nanosleep(&pause, NULL);
+    if (slow_us > 0) sleep_us(slow_us);
+    if (slow_at_read < 0) {
+      const char *at = getenv("GPUTOP_TEST_SLOW_CALL_AT");
+      slow_at_read = 0;
+      if (at && sscanf(at, "%ld:%ld", &slow_at_read, &slow_at_us) != 2) slow_at_read = 0;
     }
+    cpu_reads++;
+    if (slow_at_read > 0 && slow_at_us > 0 && cpu_reads == slow_at_read) sleep_us(slow_at_us);
   }
   return status;
 }

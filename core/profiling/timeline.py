@@ -18,17 +18,21 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gputop.core.snapshot import SEGMENT_KINDS, BreakdownTotals, CallBreakdown, CallSegment
-from gputop.core.units import ms_fixed
+import numpy as np
+
+from gputop.core.call_modes import assign_groups, find_modes
+from gputop.core.snapshot import SEGMENT_KINDS, BreakdownGroup, BreakdownTotals, CallBreakdown, CallSegment
+from gputop.core.units import ms, ms_fixed
 
 __all__ = [
     "CallRecords",
     "ClockFit",
     "Interval",
+    "breakdown_groups_text",
     "breakdown_line",
     "build_breakdown",
     "call_trace",
@@ -195,6 +199,7 @@ def build_breakdown(calls: Sequence[CallRecords], *, source: str, fit: str) -> C
     attributed = sum(value for kind, value in means.items() if kind != "unaccounted")
     means["unaccounted"] = wall_ms - attributed
     median_index = sorted(range(len(calls)), key=lambda i: walls[i])[len(calls) // 2]
+    per_kind = [parts for _, parts in classified]
     return CallBreakdown(
         calls=len(calls),
         wall_ms=wall_ms,
@@ -203,7 +208,46 @@ def build_breakdown(calls: Sequence[CallRecords], *, source: str, fit: str) -> C
         median_call=tuple(classified[median_index][0]),
         source=source,
         fit=fit,
+        groups=_groups(np.asarray(walls) / 1e6, per_kind),
     )
+
+
+def _groups(walls_ms: np.ndarray, per_kind: Sequence[dict[str, float]]) -> tuple[BreakdownGroup, ...]:
+    """The pass's calls in groups (`call_modes.find_modes`), each with its mean parts; () for one group."""
+    modes = find_modes(walls_ms)
+    if len(modes) < 2:
+        return ()
+    which = assign_groups(walls_ms, modes)
+    groups = []
+    for number, mode in enumerate(modes):
+        members = [parts for parts, group in zip(per_kind, which, strict=True) if group == number]
+        means = {f"{kind}_ms": statistics.fmean(p[kind] for p in members) / 1e6 for kind in SEGMENT_KINDS}
+        groups.append(BreakdownGroup(mode.share, mode.median_ms, mode.calls, BreakdownTotals(**means)))
+    return tuple(groups)
+
+
+GROUP_KINDS = ("host", "queue", "return_wait", "device_busy", "device_idle", "alloc")  # what can tell groups apart
+GROUPS_APART = 0.2  # a part differs between the groups by more than this share of the larger ...
+GROUPS_APART_MS = 0.01  # ... and this many ms
+
+
+def breakdown_groups_text(groups: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """`in the profile pass: queue 0.210 ms vs 1.400 ms, device busy 2.100 ms vs 4.900 ms`: the parts (at most
+    two, the most apart) that differ between a pass's groups of calls (`call_breakdown.groups`' JSON form);
+    None without groups or differences."""
+    if not groups or len(groups) < 2:
+        return None
+    apart = []
+    for kind in GROUP_KINDS:
+        values = [float(group["totals"][f"{kind}_ms"]) for group in groups]
+        spread = max(values) - min(values)
+        if spread > GROUPS_APART * max(values) and spread > GROUPS_APART_MS:
+            apart.append((spread, kind, values))
+    if not apart:
+        return None
+    apart.sort(key=lambda item: -item[0])
+    parts = [f"{LABELS[kind]} " + " vs ".join(ms(v) for v in values) for _, kind, values in apart[:2]]
+    return "in the profile pass: " + ", ".join(parts)
 
 
 def call_trace(calls: Sequence[CallRecords], device_id: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ the run with every record as the explained calls (dispatches on the Timeline), w
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 from dataclasses import dataclass, replace
@@ -21,7 +22,14 @@ from pathlib import Path
 from gputop.core.errors import ProfileError
 from gputop.core.processes import last_line, run_logged
 from gputop.core.profiling.call_marks import marks_environment, marks_library, read_marks
-from gputop.core.profiling.overhead import PROFILE_LEVELS, WARN_RATIO, measure_overhead
+from gputop.core.profiling.overhead import (
+    PROFILE_LEVELS,
+    SLOW_CALL_ENV,
+    SLOW_REFERENCE_CALL_ENV,
+    TOOL_REFERENCE_MIN,
+    measure_overhead,
+    slowed_calls,
+)
 from gputop.core.profiling.profiles import (
     PROFILING_MODES,
     DispatchEvent,
@@ -40,7 +48,7 @@ from gputop.core.profiling.profiles import (
     write_trace,
 )
 from gputop.core.profiling.timeline import CallRecords, build_breakdown
-from gputop.core.snapshot import DeviceInfo, ProfileOverhead, ProfileSummary
+from gputop.core.snapshot import DeviceInfo, ProfileOverhead, ProfileSummary, to_json
 
 __all__ = ["CALL_PROFILING_MODES", "UNPROFILED_TOOL_METHOD", "profile_with_ireeprof"]
 
@@ -90,21 +98,34 @@ class _ToolRuns:
         self._command = lambda bundle, modes: profiled_calls_command(vmfb, devices, function, input_args, bundle, modes)
 
     def unprofiled(self, side: str) -> list[float]:
-        """Each call's time (ms) of a run of the same command with its profiling flags taken out."""
+        """Each call's time (ms) of a run of the same command with its profiling flags taken out: as many
+        calls as the pass, at least TOOL_REFERENCE_MIN (a median and its spread need a few)."""
         timings = self.out_dir / f"{self.stem}-unprofiled-{side}.json"
         log = self.out_dir / f"{self.stem}-unprofiled-{side}.log"
         # The runs differ in profiling alone (and in the call marks, which the pass's cost includes): the
         # profiled command with its profiling flags (bundle path and modes among them) taken out.
         command = [a for a in self._command(timings, None) if not a.startswith("--device_profiling_")]
         output, code = run_logged(
-            [*command, *timed_repetitions(self.calls, timings)], log, self.cancel,
-            what=f"the unprofiled run {side} the pass",
+            [*command, *timed_repetitions(max(self.calls, TOOL_REFERENCE_MIN), timings)], log, self.cancel,
+            what=f"the unprofiled run {side} the pass", env=self._reference_test_env(side),
         )  # fmt: skip
         if code != 0:
             raise ProfileError(
                 f"the unprofiled run {side} the pass failed: {last_line(output) or f'exit {code}'}", log_path=str(log)
             )
         return benchmark_call_ms(timings)
+
+    def _reference_test_env(self, side: str) -> dict[str, str] | None:
+        """The test hook SLOW_REFERENCE_CALL_ENV: the run before the pass with the call marks preloaded to sleep
+        in one of its calls (and not in every call, as SLOW_CALL_ENV makes them); None: the plain environment."""
+        slow = os.environ.get(SLOW_REFERENCE_CALL_ENV)
+        library = marks_library()[0] if slow and side == "before" else None
+        if library is None:
+            return None
+        env = marks_environment(library, self.out_dir / f"{self.stem}-unprofiled-{side}-marks.txt")
+        env.pop(SLOW_CALL_ENV, None)
+        env["GPUTOP_TEST_SLOW_CALL_AT"] = str(slow)
+        return env
 
     def profiled(self, modes: str, name: str = "") -> ProfiledRun:
         """A run with `modes` on and the call marks preloaded, decoded: `name` tells its files from the first run's."""
@@ -127,13 +148,12 @@ class _ToolRuns:
         return ProfiledRun(modes, bundle, records, walls, calls, fit)
 
     def cost(self, run: ProfiledRun, unprofiled_ms: list[float], which: str) -> ProfiledRun:
-        mean = statistics.fmean(run.walls_ms) if run.walls_ms else None
         method = UNPROFILED_TOOL_METHOD.format(calls=len(unprofiled_ms), run=which)
-        return replace(run, cost=measure_overhead(mean, unprofiled_ms, method))
+        return replace(run, cost=measure_overhead(run.walls_ms, unprofiled_ms, method))
 
 
 def _too_dear(run: ProfiledRun) -> bool:
-    return run.cost is not None and run.cost.ratio > WARN_RATIO
+    return run.cost is not None and slowed_calls(to_json(run.cost))
 
 
 def profile_with_ireeprof(

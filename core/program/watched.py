@@ -191,6 +191,7 @@ class WatchedProcess:
         self._restart_sampler(devices)
         if self.parts.watch is None:  # who else uses its first device and the host, from then on
             self.parts.start_watch(info, [self.pid] if self.pid is not None else [])
+            self.parts.start_clocks(info, self._sample_interval_s)  # and the clocks its calls ran at
 
     def _add_load(self, kind: str, event: dict[str, Any], spent: float) -> None:
         load = load_from_event(kind, event, spent)
@@ -386,6 +387,7 @@ class WatchedProcess:
         if self._sampler is not None:
             self._sampler.stop()
         self.parts.stop_watch()
+        self.parts.stop_clocks()
         self._publish_view()
         self.state.set_state("finished")
         self.parts.close_control()

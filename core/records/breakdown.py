@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SEGMENT_KINDS", "BreakdownTotals", "CallBreakdown", "CallSegment"]
+__all__ = ["SEGMENT_KINDS", "BreakdownGroup", "BreakdownTotals", "CallBreakdown", "CallSegment"]
 
 
 # The kinds of time a call is made of, in the order the call breakdown lists them.
@@ -40,6 +40,16 @@ class BreakdownTotals:
 
 
 @dataclass(frozen=True)
+class BreakdownGroup:
+    """The profiled calls of one group (`call_modes.find_modes` over the pass's own calls): where their time went."""
+
+    share: float  # of the pass's calls
+    median_ms: float  # their median synced wall time
+    calls: int
+    totals: BreakdownTotals  # their mean parts
+
+
+@dataclass(frozen=True)
 class CallBreakdown:
     """Where the synced call time goes, from the profile pass's own records (see docs/kernels.md: call breakdown)."""
 
@@ -53,3 +63,6 @@ class CallBreakdown:
     # True where kernel_ms was timed in another run than the segments (a default pass that explained a run without
     # per-dispatch timestamps): then it is not inside device_busy_ms, and may exceed it.
     kernels_apart: bool = False
+    # Where the pass's calls fall into separate groups (a clock that fell mid-pass), each group's own parts,
+    # fastest first: what differs between them. () where they form one group.
+    groups: tuple[BreakdownGroup, ...] = ()

@@ -9,11 +9,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CALL_BUCKETS_MS", "CallStats", "StageTimings"]
+__all__ = ["CALL_BUCKETS_MS", "CallMode", "CallStats", "StageTimings"]
 
 
 # Upper bounds of the call-time histogram, in milliseconds: 50 us to 10 s, then +Inf.
 CALL_BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0)
+
+
+@dataclass(frozen=True)
+class CallMode:
+    """One group of calls whose times sit apart from the others' (`call_modes.find_modes` says when).
+
+    A steady run has one, with share 1.0. Two or more are the same calls in different conditions (a GPU
+    clock that fell between submissions, seen on Vulkan): a p50 or mean over them depends on how many
+    calls each group caught, not on the calls themselves.
+    """
+
+    share: float  # of the window's calls
+    median_ms: float
+    calls: int
+    min_ms: float  # the group's fastest and slowest call: a call is the group's when it falls between
+    max_ms: float
+    clock_sm_mhz: float | None = None  # the mean SM clock over the group's calls, where a clock was read
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,8 @@ class CallStats:
     # bucket is +Inf), and their summed time: what a Prometheus histogram needs, exact over hours.
     buckets: tuple[int, ...] = ()
     sum_ms: float = 0.0
+    # The window's calls in groups apart from each other (`call_modes.py`): one for a steady run, () without calls.
+    modes: tuple[CallMode, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
-"""How fast a GPU could go during a profile pass: its clocks, and the peaks they scale.
+"""How fast a GPU could go during a profile pass or a window of calls: its clocks, and the peaks they scale.
 
 `PassClocks` (NVML readings over a pass, `ClockReading` each) and
 `DevicePeaks` (a datasheet's or a CPU's peak rates, scaled to the pass's
 clock) are what a kernel's share of the roofline is measured against
 (`profiling.efficiency`). Together because the peaks are only meaningful at
-the clock the pass ran at.
+the clock the pass ran at. `CallClocks` is the same GPU's clocks over the
+run's plain calls (`watch.call_clocks`): a call time means little without the
+clock it ran at either.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gputop.core.records.base import now
 
-__all__ = ["ClockReading", "DevicePeaks", "PassClocks"]
+__all__ = ["CallClocks", "ClockReading", "DevicePeaks", "PassClocks"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class ClockReading:
     power_w: float | None
     throttle_reasons: tuple[str, ...]  # NVML clock event reasons: gpu_idle, sw_power_cap, hw_slowdown, ...
     timestamp: float = field(default_factory=now)
+    temperature_c: int | None = None  # the GPU's core temperature
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,36 @@ class PassClocks:
     warmup: str | None = None  # what the warm-up before the pass did
     # Which readings count, when not all the pass's: those while its calls ran, and what was left out.
     window: str | None = None
+
+
+@dataclass(frozen=True)
+class CallClocks:
+    """A GPU's clocks over a window of calls: the readings taken while calls ran, summed up, and a warning.
+
+    Every range is over those readings (min, median, max; a median is a value one of them had). `moved`
+    says the SM clock moved by more than 5% of the part's maximum: the calls' times then mix clocks.
+    """
+
+    gpu: str  # the NVML device, e.g. "NVIDIA H200 (nvml:0)"
+    readings: int
+    seconds: float  # from the first reading to the last
+    sm_mhz_min: int
+    sm_mhz_median: int
+    sm_mhz_max: int
+    mem_mhz_min: int
+    mem_mhz_median: int
+    mem_mhz_max: int
+    part_max_sm_mhz: int | None  # the most the part's SM clock can reach (NVML), what `moved` is measured against
+    pstates: tuple[str, ...]  # every performance state seen, P0 (full performance) first
+    throttle_reasons: tuple[str, ...]  # every NVML clock event reason active in any reading
+    throttled_readings: int  # readings with any reason active
+    power_w_min: float | None
+    power_w_median: float | None
+    power_w_max: float | None
+    temperature_c_max: int | None
+    moved: bool
+    warning: str | None  # what the clock did to the calls, why, and what would stop it; None when steady
+    timestamp: float = field(default_factory=now)
 
 
 @dataclass(frozen=True)

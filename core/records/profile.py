@@ -97,17 +97,30 @@ class PoolUsage:
 
 @dataclass(frozen=True)
 class ProfileOverhead:
-    """What a profile pass cost: its calls' mean synced time against unprofiled calls of the same work.
+    """What a profile pass cost: its calls' synced time against unprofiled calls of the same work.
 
-    Its five keys are the report's `profile.overhead` contract; `method` says which unprofiled calls
-    were the reference (the run's own calls just before the pass, or the tool's own unprofiled run).
+    Its first five keys are the report's `profile.overhead` contract; `method` says which unprofiled calls
+    were the reference (the run's own calls just before the pass, or the tool's own unprofiled run). The
+    ratio is of medians (`statistic`): one slow call among twenty moved a mean reference so far that a pass
+    read 0.80x of the calls it slowed. `within_spread` says the profiled median lies between the unprofiled
+    calls' p25 and p75 (`unprofiled_spread_ms`): then no cost is measurable, either way.
     """
 
-    ratio: float  # profiled_mean_ms / unprofiled_mean_ms
+    ratio: float  # profiled_median_ms / unprofiled_median_ms (of the means in sessions older than issue 47)
     profiled_mean_ms: float
     unprofiled_mean_ms: float
     unprofiled_calls: int
     method: str
+    statistic: str = "mean"  # what `ratio` sets side by side: "median" (older sessions: "mean")
+    profiled_median_ms: float | None = None
+    unprofiled_median_ms: float | None = None
+    unprofiled_spread_ms: tuple[float, float] | None = None  # the unprofiled calls' p25 and p75
+    profiled_calls: int | None = None
+    within_spread: bool | None = None  # profiled median within unprofiled_spread_ms: no cost measurable
+    # The least a pass of this kind can cost these calls, where measured (CUDA: CUPTI's kernel records alone, per
+    # kernel, times the call's kernels, over the unprofiled median; `floor_basis` says how it was had).
+    floor_ratio: float | None = None
+    floor_basis: str | None = None
 
 
 @dataclass(frozen=True)

@@ -272,11 +272,13 @@ class Session:
             self._state.set_state("running")
             devices = self._state.devices
             watch = self._parts.start_watch(devices[0] if devices else None)
+            self._parts.start_clocks(devices[0] if devices else None, self.config.sample_interval_s)
             if self.config.capture_calls:
                 self._ask_capture_once(self.config.capture_calls)
             calls_window = watch.open_window()
             self._call_loop(flow)
             self._say_call_neighbours(watch.close_window(calls_window))
+            self._say_call_clocks()
             if self.config.profile and not self._controls.stopping:
                 self._profile_once(flow, self.config.profile_pass_calls or max(self.config.iterations or 1, 1))
             if self.config.counters and not self._controls.stopping:
@@ -297,6 +299,7 @@ class Session:
     def _teardown(self, renderdoc: RenderDocHook | None) -> None:
         """Close the capture hook, the flow and the channel, then write the ending; a failure is logged, not raised."""
         self._parts.stop_watch()
+        self._parts.stop_clocks()
         if renderdoc is not None:
             try:
                 renderdoc.close()
@@ -394,6 +397,13 @@ class Session:
         self._state.set_call_neighbours(neighbours)
         if neighbours.warning:
             self._state.event("warning", f"calls: {neighbours.warning}")
+
+    def _say_call_clocks(self) -> None:
+        """The calls are over: the clock watch's last reading, and its warning in the log."""
+        self._parts.stop_clocks()
+        clocks = self._state.call_clocks()
+        if clocks is not None and clocks.warning and not self._state.clocks_warned():
+            self._state.event("warning", f"clocks: {clocks.warning}")
 
     def _profile_pass(self, flow: Flow, calls: int, level: str) -> None:
         """One pass, with who else used the GPU and the host meanwhile on its summary (and a warning if anyone)."""

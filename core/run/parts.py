@@ -11,7 +11,8 @@ here, once, and each producer holds a `RunParts`:
 - the one `RunState` (its single writer is the producer's thread);
 - the control channel (`control.sock`) through which other processes' viewers
   ask, answered by whatever `Remote` the producer is;
-- the neighbour watch (who else uses the GPU and the host).
+- the neighbour watch (who else uses the GPU and the host) and the clock
+  watch (the GPU's clocks while the calls go).
 
 Every method that ends a run is safe to call from a failing path: the record
 is written whatever the report builder or the disk did.
@@ -19,6 +20,7 @@ is written whatever the report builder or the disk did.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from collections.abc import Iterable
@@ -33,13 +35,15 @@ from gputop.core.serving.control_socket import ControlServer
 from gputop.core.snapshot import DeviceInfo, RunSnapshot
 from gputop.core.store.report import build_report
 from gputop.core.store.writer import SessionWriter
+from gputop.core.watch.call_clocks import CallClockWatch
+from gputop.core.watch.clocks import gpu_clock_for
 from gputop.core.watch.neighbours import NeighbourWatch, watch_roots
 
 __all__ = ["RunParts"]
 
 
 class RunParts:
-    """One run's folder, record, state, control channel and neighbour watch."""
+    """One run's folder, record, state, control channel, neighbour watch and clock watch."""
 
     def __init__(
         self,
@@ -69,6 +73,7 @@ class RunParts:
         self.state = RunState(target, self.session_dir, self.writer, function=function, segment=segment)
         self.control: ControlServer | None = None
         self.watch: NeighbourWatch | None = None
+        self.clock_watch: CallClockWatch | None = None
         self._viewers_seen = 0  # how many viewers subscribed to the stream, kept once the channel closes
 
     # -- the control channel --------------------------------------------------------------
@@ -116,6 +121,32 @@ class RunParts:
     def stop_watch(self) -> None:
         if self.watch is not None:
             self.watch.stop()
+
+    # -- the clock watch ------------------------------------------------------------------
+    def start_clocks(self, device: DeviceInfo | None, every_s: float) -> None:
+        """Read `device`'s GPU clocks every `every_s` while the calls go; where it has none, the state says why."""
+        if device is None:
+            self.state.set_clock_source(None, "no device: no GPU clock to read")
+            return
+        clock, reason = gpu_clock_for(device)
+        self.state.set_clock_source(clock.label if clock is not None else None, reason)
+        if clock is None:
+            return
+        watch = CallClockWatch(clock, every_s, self.state.on_clock)
+        with contextlib.suppress(Exception):  # the clock before the first call: it counts for none
+            self.state.on_clock(watch.look())
+        watch.start()
+        self.clock_watch = watch
+
+    def stop_clocks(self) -> None:
+        """Stop reading the clocks, with one last reading: it counts for the calls since the one before (a run of
+        a few fast calls has only that one). Safe to call twice."""
+        watch, self.clock_watch = self.clock_watch, None
+        if watch is None:
+            return
+        watch.stop()
+        with contextlib.suppress(Exception):  # an NVML error at the end: the tally keeps what it had
+            self.state.on_clock(watch.look())
 
     # -- the record -----------------------------------------------------------------------
     def report(self, state: str, exit_code: int) -> dict[str, Any]:

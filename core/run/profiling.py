@@ -16,6 +16,7 @@ import errno
 import os
 import re
 import statistics
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -27,6 +28,7 @@ from gputop.core.module.compile import SITES_SUFFIX
 from gputop.core.profiling.cupti import BREAKDOWN_KINDS, record_calls
 from gputop.core.profiling.efficiency import KernelEfficiency
 from gputop.core.profiling.overhead import (
+    cupti_floor,
     kernels_cost_text,
     measure_overhead,
     overhead_text,
@@ -71,6 +73,16 @@ def _keep_newest_passes(folder: Path) -> None:
     for stamp in sorted(passes, key=lambda name: passes[name])[:-KEEP_PASSES]:
         for path in folder.glob(f"{stamp}[.-]*"):
             path.unlink(missing_ok=True)
+
+
+def _timed_ms(call_once: Callable[[], object], calls: int) -> list[float]:
+    """`calls` calls of `call_once`, each one's synced wall time in milliseconds."""
+    walls = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        call_once()
+        walls.append((time.perf_counter() - started) * 1e3)
+    return walls
 
 
 def restarts_table(earlier: Sequence[PassClocks], newest: PassClocks) -> bool:
@@ -125,11 +137,15 @@ class ProfilePasses:
         device = self._devices[0]
         ctx.state.set_profiling(True)
         watch = ClockWatch(self._clock)
-        # The in-process pass is set against the run's own newest calls, read before its warm-up.
+        # The in-process pass is set against as many of the run's own calls again, unprofiled, made after the
+        # pass's warm-up (so at the clock the pass runs at) and just before it; the run's newest calls where
+        # there is no in-process pass.
         unprofiled = ctx.state.recent_call_ms(run_window(calls))
         try:
             warmup = warm_up(self._clock, call_once, ctx.config.warmup_s, self._clock_reason)
             ctx.state.event("info", warmup)
+            if device.backend == "cuda":
+                unprofiled = _timed_ms(call_once, run_window(calls))
             ctx.state.event("info", f"profiling {calls} calls on {device.id}...")
             watch.start()
             calls_window: tuple[float, float] | None = None  # in-process CUPTI: the watch spans only the calls
@@ -145,10 +161,14 @@ class ProfilePasses:
                 )  # fmt: skip
                 breakdown = build_breakdown(call_records, source=CUPTI_SOURCE, fit=CUPTI_FIT)
                 method = (
-                    f"the run's own newest {len(unprofiled)} calls just before the pass "
-                    f"(max(calls, 20) = {run_window(calls)} asked), in this process"
+                    f"{len(unprofiled)} unprofiled calls of the run's function made just before the pass, after "
+                    f"its warm-up (max(calls, 20)), in this process"
                 )
-                overhead = measure_overhead(statistics.fmean(walls) * 1e3, unprofiled, method)
+                overhead = measure_overhead([wall * 1e3 for wall in walls], unprofiled, method)
+                if overhead is not None:
+                    launches = sum(k.per_call for k in latest.kernels)
+                    floor, basis = cupti_floor(launches, overhead.unprofiled_median_ms)
+                    overhead = replace(overhead, floor_ratio=floor, floor_basis=basis)
                 latest = replace(
                     latest, call_breakdown=breakdown, overhead=overhead, profiling_on=CUPTI_ON, level=level
                 )

@@ -40,6 +40,7 @@ from prometheus_client.registry import Collector
 from gputop.core.errors import UsageError
 from gputop.core.serving.access import LOOPBACK, bearer_matches, url_host
 from gputop.core.snapshot import CALL_BUCKETS_MS, RunSnapshot
+from gputop.core.watch.clocks import THROTTLE_REASONS
 
 __all__ = [
     "DEFAULT_PORT",
@@ -79,6 +80,11 @@ METRICS = (
     ("gputop_errors_total", "Errors the run met (compile, device, call, check)", "counter"),
     ("gputop_device_other_processes", "Other processes NVML lists on the run's GPU (not this run's)", "gauge"),
     ("gputop_host_other_cores", "CPU cores other processes used over the last few seconds", "gauge"),
+    ("gputop_gpu_sm_clock_hertz", "The run's GPU's SM clock at the newest reading (NVML, NVIDIA GPUs only)", "gauge"),
+    ("gputop_gpu_memory_clock_hertz", "The run's GPU's memory clock at the newest reading", "gauge"),
+    ("gputop_gpu_power_watts", "The run's GPU's power draw at the newest reading", "gauge"),
+    ("gputop_gpu_temperature_celsius", "The run's GPU's core temperature at the newest reading", "gauge"),
+    ("gputop_gpu_clock_throttle_active", "1 for each NVML clock event reason active at the newest reading", "gauge"),
 )
 
 
@@ -180,7 +186,28 @@ class SnapshotCollector(Collector):
             if neighbours.host is not None:
                 host_others.add_metric([], neighbours.host.other_cores)
         families += [others, host_others]
+        families += _clock_families(snap, device)
         yield from families
+
+
+def _clock_families(snap: RunSnapshot, device: str) -> list[Any]:
+    """The newest clock reading of the run's GPU (empty families where there is none: a CPU device)."""
+    sm_clock = GaugeMetricFamily("gputop_gpu_sm_clock_hertz", METRICS[18][1], labels=["device"])
+    mem_clock = GaugeMetricFamily("gputop_gpu_memory_clock_hertz", METRICS[19][1], labels=["device"])
+    power = GaugeMetricFamily("gputop_gpu_power_watts", METRICS[20][1], labels=["device"])
+    temperature = GaugeMetricFamily("gputop_gpu_temperature_celsius", METRICS[21][1], labels=["device"])
+    throttle = GaugeMetricFamily("gputop_gpu_clock_throttle_active", METRICS[22][1], labels=["device", "reason"])
+    reading = snap.clock_now
+    if reading is not None:
+        sm_clock.add_metric([device], reading.sm_mhz * 1e6)
+        mem_clock.add_metric([device], reading.mem_mhz * 1e6)
+        if reading.power_w is not None:
+            power.add_metric([device], reading.power_w)
+        if reading.temperature_c is not None:
+            temperature.add_metric([device], float(reading.temperature_c))
+        for reason in THROTTLE_REASONS.values():  # every reason, 0 or 1: an alert needs the series before it fires
+            throttle.add_metric([device, reason], 1.0 if reason in reading.throttle_reasons else 0.0)
+    return [sm_clock, mem_clock, power, temperature, throttle]
 
 
 def _le(bound_ms: float) -> str:

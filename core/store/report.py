@@ -49,6 +49,16 @@ def _calls_json(stats: CallStats) -> dict[str, Any]:
     return data
 
 
+NO_CALL_CLOCKS = "no clock was read while calls ran: the run has made no steady calls"
+
+
+def _call_clocks_json(snap: RunSnapshot) -> dict[str, Any]:
+    """`calls.clocks`: the GPU's clocks over the calls (`CallClocks`), or only a `reason` where there are none."""
+    if snap.call_clocks is not None:
+        return to_json(snap.call_clocks)
+    return {"reason": snap.call_clocks_reason or NO_CALL_CLOCKS}
+
+
 def _load_json(loaded: int | None, seconds: float | None, zero_copy: bool = False) -> dict[str, Any]:
     """Bytes, seconds and decimal GB/s of the parameters' load; no rate when the file was mapped in place."""
     gbps = loaded / seconds / 1e9 if loaded and seconds and not zero_copy else None
@@ -96,7 +106,7 @@ def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) 
         "exit_code": None,
         "device": to_json(snap.device),
         "phases": to_json(snap.phases),
-        "calls": _calls_json(snap.calls),
+        "calls": {**_calls_json(snap.calls), "clocks": _call_clocks_json(snap)},
         "memory": {
             "devices": memory_devices,
             "host_rss_bytes": snap.memory.host_rss_bytes if snap.memory else None,

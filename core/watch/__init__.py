@@ -5,7 +5,8 @@ A run's times and memory mean little without what the machine did meanwhile.
 `Watcher` (`watcher.py`: a look every period on a daemon thread, stopped by an
 event, results to a callback): `memory.py` samples the allocators, devices and
 host memory, `neighbours.py` who else used the GPU and the host, `clocks.py`
-the GPU's clocks around a profile pass (and the warm-up before it). They read
+the GPU's clocks around a profile pass (and the warm-up before it), and
+`call_clocks.py` the same clocks while the run's calls go. They read
 the machine, never the run, and hand back frozen values.
 """
 

@@ -43,6 +43,7 @@ THROTTLE_REASONS = {
 NVML_CLOCK_SM = 1
 T = TypeVar("T")
 NVML_CLOCK_MEM = 2
+NVML_TEMPERATURE_GPU = 0
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class GpuClock:
         return f"{self.name} (nvml:{self.index})"
 
     def read(self) -> ClockReading:
-        """The GPU's clocks, performance state, power and throttle reasons now."""
+        """The GPU's clocks, performance state, power, temperature and throttle reasons now."""
         import pynvml
 
         handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
@@ -69,6 +70,7 @@ class GpuClock:
             pstate=_optional(lambda: f"P{int(pynvml.nvmlDeviceGetPerformanceState(handle))}"),
             power_w=_optional(lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0),
             throttle_reasons=_reasons(_optional(lambda: _reason_bits(pynvml, handle)) or 0),
+            temperature_c=_optional(lambda: int(pynvml.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU))),
         )
 
 

@@ -2,9 +2,14 @@
 
 Phases (compile, load, parameters, context, first call, teardown) answer
 "where did my start-up go?"; calls/s, p50 and p95 of the synced call time and
-a sparkline of recent calls answer "is it steady, and is it fast?". The
+a sparkline of recent calls answer "is it steady, and is it fast?"; where the
+calls fall into separate groups (a GPU clock that falls between submissions),
+a line gives each group's share and median, since a p50 over them describes
+neither. The
 rate is the last few seconds' while the run goes (a pause shows as `paused`,
-not as a falling average), and the whole run's once it has ended. With a
+not as a falling average), and the whole run's once it has ended. On an
+NVIDIA GPU a line says the clocks the calls ran at, with a warning where they
+moved or were held down (a moving clock makes call times mix clocks). With a
 baseline (`b`, `--baseline`), a line says how the recent calls compare with it.
 """
 
@@ -18,12 +23,21 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Sparkline, Static
 
-from gputop.tui.bridge import LiveBaseline, RunSnapshot, ms, seconds, to_json
+from gputop.tui.bridge import (
+    LiveBaseline,
+    RunSnapshot,
+    breakdown_groups_text,
+    call_clocks_text,
+    modes_text,
+    ms,
+    seconds,
+    to_json,
+)
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.text import PHASES, parameters_progress
 from gputop.tui.text.program import program_calls_text
 
-__all__ = ["RunPane", "baseline_line"]
+__all__ = ["RunPane", "baseline_line", "clock_line", "modes_line"]
 
 BASELINE_EVERY_S = 1.0  # the test against the baseline is redone at most this often
 # A sparkline's draw costs in proportion to its rows: the two-row one is redrawn with every frame, a taller
@@ -48,6 +62,30 @@ def baseline_line(baseline: LiveBaseline, snapshot: RunSnapshot) -> str:
     mark = f"{change.mark} ({change.change * 100:+.1f}%)" if change.mark == "~" else change.mark
     interval = f" [{(change.low or 0) * 100:+.1f}%, {(change.high or 0) * 100:+.1f}%]" if change.significant else ""
     return f"vs base p50 {mark}{interval}, base {ms(change.a)}{where}\n  {baseline.label}"
+
+
+def clock_line(snapshot: RunSnapshot) -> str | None:
+    """`clock SM 345-1980 MHz (median 345), mem 3201 MHz, P0, 78-128 W, 41 °C` over the calls so far (and the
+    SM clock now, while running), then `⚠ ...` where it moved or was held down; on a GPU without a clock to
+    read, why; on a CPU device nothing (no GPU clock there is no news)."""
+    clocks = snapshot.call_clocks
+    if clocks is None:
+        reason, device = snapshot.call_clocks_reason, snapshot.device
+        return f"clock none: {reason}" if reason and device is not None and device.kind == "gpu" else None
+    line = f"clock {call_clocks_text(to_json(clocks))}"
+    if snapshot.state == "running" and snapshot.clock_now is not None:
+        line += f", now {snapshot.clock_now.sm_mhz} MHz"
+    # The warning's first clause (what happened); what to do about it is in the Log, in full.
+    short = clocks.warning.split(", so ", 1)[0].split(": ", 1)[0] if clocks.warning else ""
+    return line + (f"\n⚠ {short} (the Log says what to do)" if short else "")
+
+
+def modes_line(snapshot: RunSnapshot) -> str | None:
+    """`2 groups: 34% at 2.300 ms, 66% at 5.600 ms (clock 1980 vs 345 MHz)` where the window's calls fall into
+    separate groups (`calls.modes`), with what a profile pass saw differ between its own groups; else None."""
+    breakdown = snapshot.profile.call_breakdown if snapshot.profile is not None else None
+    differs = breakdown_groups_text(to_json(breakdown.groups)) if breakdown is not None else None
+    return modes_text(to_json(snapshot.calls.modes), differs)
 
 
 def call_rate(snapshot: RunSnapshot) -> str:
@@ -109,11 +147,17 @@ class RunPane(BoxPane):
             f"calls {calls.count}  {rate}  synced wall time:\n"
             f"p50 {ms(calls.p50_ms)}  p95 {ms(calls.p95_ms)}  max {ms(calls.max_ms)}"
         )
+        groups = modes_line(snapshot)
+        if groups is not None:  # a p50 over two groups describes neither
+            text += "\n" + groups
         if snapshot.program is not None:  # a watched program: every function it calls, the busiest first
             text = program_calls_text(to_json(snapshot.program), live=snapshot.state == "running")
         if snapshot.enqueue is not None and snapshot.enqueue.count:
             # OpenCL: what a naive host timer would have shown.
             text += f"\nenqueue returns after p50 {ms(snapshot.enqueue.p50_ms)} (not synced)"
+        clock = clock_line(snapshot)
+        if clock is not None:
+            text += "\n" + clock
         baseline: LiveBaseline | None = getattr(self.app, "baseline", None)
         if baseline is not None and calls.count:
             now = time.monotonic()

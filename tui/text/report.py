@@ -13,10 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from gputop.tui.bridge import (
+    breakdown_groups_text,
+    call_clocks_lines,
     check_tolerances,
     fixed,
     gbps,
     human_bytes,
+    modes_text,
     module_bytes_text,
     ms,
     ms_fixed,
@@ -93,15 +96,22 @@ def parameters_lines(report: Report) -> list[str]:
 
 
 def calls_lines(report: Report) -> list[str]:
-    """The synced calls' count, percentiles and rate."""
+    """The synced calls' count, percentiles and rate, and their groups where they fall into separate ones."""
     calls = report["calls"]
     if not calls.get("count"):
         return []
     rate = calls.get("calls_per_s")
+    groups = modes_text(calls.get("modes"), breakdown_groups_text((report.get("call_breakdown") or {}).get("groups")))
     return [
         f"calls     {calls['count']} synced  min {ms(calls['min_ms'])}  p50 {ms(calls['p50_ms'])}"
-        f"  p95 {ms(calls['p95_ms'])}  max {ms(calls['max_ms'])}" + (f"  ({fixed(rate)} calls/s)" if rate else "")
+        f"  p95 {ms(calls['p95_ms'])}  max {ms(calls['max_ms'])}" + (f"  ({fixed(rate)} calls/s)" if rate else ""),
+        *([f"groups    {groups}"] if groups else []),
     ]
+
+
+def clocks_lines(report: Report) -> list[str]:
+    """The GPU's clocks while the calls ran, and a warning where they moved or were held down."""
+    return call_clocks_lines(report["calls"].get("clocks"), (report.get("device") or {}).get("kind"))
 
 
 def neighbours_during_run(report: Report) -> list[str]:
@@ -226,6 +236,7 @@ SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
     module_lines,
     parameters_lines,
     calls_lines,
+    clocks_lines,
     neighbours_during_run,
     enqueue_lines,
     stages_lines,

@@ -18,6 +18,7 @@ has one, of the run's `RunSummary` (`summary_fields()`):
 - `captures`: RenderDoc's captures and status;
 - `parameters`: the parameters' load as it runs;
 - `neighbours`: who else uses the GPU and the host, now and over the calls;
+- `clocks`: the GPU's clocks over the calls, and the newest readings with their times;
 - `outcome`: what the run produced besides snapshots (`RunOutcome`).
 """
 

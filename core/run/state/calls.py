@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from gputop.core.call_modes import ClockReadings
 from gputop.core.call_times import CallTimer
 from gputop.core.compare.samples import call_samples, samples_block
 from gputop.core.records.calls import CallStats
@@ -48,6 +49,9 @@ class CallsState:
     timer: CallTimer = field(default_factory=CallTimer)
     enqueue_timer: CallTimer | None = None  # OpenCL: when the enqueues returned, beside the synced time
     dispatch_samples: dict[str, Any] | None = None  # the profile passes' per-dispatch times
+    # The GPU's clock readings, where a clock watch takes them: each group of calls (`calls.modes`) is given
+    # the clock it ran at. None: the groups' clocks are unknown.
+    clock_readings: ClockReadings | None = None
 
     def time_enqueues(self) -> None:
         if self.enqueue_timer is None:
@@ -61,6 +65,7 @@ class CallsState:
     def samples(self) -> CallSamples:
         return CallSamples(self.timer.kept(), self.timer.count, self.dispatch_samples)
 
-    def fields(self) -> CallsFields:
+    def fields(self, *, exact: bool = False) -> CallsFields:
+        """The part's piece of a snapshot; `exact` (a forced snapshot) looks for the calls' groups again now."""
         enqueue = self.enqueue_timer.snapshot() if self.enqueue_timer is not None else None
-        return CallsFields(calls=self.timer.snapshot(), enqueue=enqueue)
+        return CallsFields(calls=self.timer.snapshot(exact=exact, clock_readings=self.clock_readings), enqueue=enqueue)

@@ -75,7 +75,7 @@ class ProgramState:
         rows = []
         for qualified, timer in self.timers.items():
             module, name = split_function(qualified)
-            stats = timer.snapshot(now)
+            stats = timer.snapshot(now, groups=False)  # the rows show no groups
             rows.append(
                 FunctionCalls(
                     module=module,

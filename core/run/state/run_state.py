@@ -29,6 +29,7 @@ from gputop.core.errors import GputopError
 from gputop.core.module.compile import CompiledModule
 from gputop.core.run.state.calls import CallsState
 from gputop.core.run.state.captures import CapturesState
+from gputop.core.run.state.clocks import ClocksState
 from gputop.core.run.state.devices import DevicesState
 from gputop.core.run.state.lifecycle import LifecycleState
 from gputop.core.run.state.log import LogState
@@ -40,6 +41,7 @@ from gputop.core.run.state.parameters import ParametersState
 from gputop.core.run.state.profile import ProfileState
 from gputop.core.run.state.program import ProgramState
 from gputop.core.snapshot import (
+    CallClocks,
     CaptureInfo,
     CountersPass,
     DeviceInfo,
@@ -58,6 +60,7 @@ from gputop.core.snapshot import (
     Transfer,
 )
 from gputop.core.store.writer import SessionWriter
+from gputop.core.watch.call_clocks import ClockSample
 
 __all__ = ["ENDED_STATES", "PUBLISH_INTERVAL_S", "RunState", "Subscriber"]
 
@@ -94,6 +97,8 @@ class RunState:
         self._captures = CapturesState()
         self._parameters = ParametersState()
         self._neighbours = NeighboursState()
+        self._clocks = ClocksState()
+        self._calls.clock_readings = self._clock_readings  # each group of calls gets the clock it ran at
         self._outcome = OutcomeState()
         self._program = ProgramState()
         self._published = 0
@@ -197,6 +202,27 @@ class RunState:
     def call_count(self) -> int:
         with self._lock:
             return self._calls.timer.count
+
+    def clocks_warned(self) -> bool:
+        """Whether the log has said the clocks' warning already."""
+        with self._lock:
+            return self._clocks.warned
+
+    def call_clocks(self) -> CallClocks | None:
+        """The GPU's clocks over every call so far (None without a GPU clock or before a reading counted)."""
+        with self._lock:
+            return self._clocks.summary()
+
+    def clocks_over(self, start_s: float, end_s: float) -> CallClocks | None:
+        """The GPU's clocks over the calls between `start_s` and `end_s` (perf_counter seconds, the clock of
+        `CallTimer.add`'s `ended_at`), from the newest readings kept; None without any."""
+        with self._lock:
+            return self._clocks.over(start_s, end_s)
+
+    def clock_samples(self) -> tuple[ClockSample, ...]:
+        """The newest clock readings with the perf_counter time each was taken, oldest first."""
+        with self._lock:
+            return tuple(self._clocks.history)
 
     # -- writers: lifecycle and log ---------------------------------------------
     def set_state(self, state: str) -> None:
@@ -386,6 +412,24 @@ class RunState:
         with self._lock:
             self._neighbours.live = neighbours
 
+    def set_clock_source(self, gpu: str | None, reason: str | None) -> None:
+        """Whose clocks the run reads ("NVIDIA H200 (nvml:0)"), or why it reads none."""
+        with self._lock:
+            self._clocks.set_source(gpu, reason)
+
+    def on_clock(self, sample: ClockSample) -> None:
+        """A clock reading from the clock watch's thread; it counts for the calls when calls ended since the last.
+        The first time the clocks over the calls earn a warning, the log says it in full (the Run pane in short)."""
+        with self._lock:
+            self._clocks.add(sample, self._calls.timer.count)
+            summary = self._clocks.summary()
+            warning = summary.warning if summary is not None and not self._clocks.warned else None
+            if warning:
+                self._clocks.warned = True
+        if warning:
+            self.event("warning", f"clocks: {warning}")
+        self.publish()
+
     def set_call_neighbours(self, neighbours: Neighbours) -> None:
         """Who else used the GPU and the host over the run's calls: the report's `neighbours`."""
         with self._lock:
@@ -425,7 +469,7 @@ class RunState:
                 return
             self._last_publish = now
             self._published += 1
-            self._snapshot = self._build_snapshot()
+            self._snapshot = self._build_snapshot(exact=force)
             snapshot = self._snapshot
             # Queued under the lock, so samples.jsonl has them in publishing order.
             self._writer.on_snapshot(snapshot)
@@ -436,8 +480,13 @@ class RunState:
             except Exception:  # a broken subscriber must not stop the run
                 continue
 
-    def _build_snapshot(self) -> RunSnapshot:
-        """The parts' pieces, each built by its part, with what only RunState knows: the run and the count."""
+    def _clock_readings(self) -> list[tuple[float, float]]:
+        """The newest clock readings as (perf_counter seconds, SM MHz), for the calls' groups (under the lock)."""
+        return [(at_s, reading.sm_mhz) for at_s, reading in self._clocks.history]
+
+    def _build_snapshot(self, exact: bool = False) -> RunSnapshot:
+        """The parts' pieces, each built by its part, with what only RunState knows: the run and the count.
+        `exact` (a forced snapshot: a state change, the calls' end) looks for the calls' groups again now."""
         return RunSnapshot(
             target=self._target,
             session_dir=str(self._session_dir),
@@ -447,12 +496,13 @@ class RunState:
             **self._log.fields(),
             **self._module.fields(),
             **self._devices.fields(),
-            **self._calls.fields(),
+            **self._calls.fields(exact=exact),
             **self._memory.fields(),
             **self._profile.fields(),
             **self._captures.fields(),
             **self._parameters.fields(),
             **self._neighbours.fields(),
+            **self._clocks.fields(),
             **self._program.fields(),
             **self._outcome.fields(),
         )
