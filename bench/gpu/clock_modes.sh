@@ -2,17 +2,17 @@
 # Issue 47 on the GPU (about 4 minutes): what the call times' groups are on Vulkan and CUDA (NVML's clocks and
 # clock event reasons every 50 ms beside a long headless run; the calls kept as the session's calls.json, a real
 # distribution for the mode tests), what a CUDA profile pass costs on a CNN (3 passes), and gputop run against
-# iree-benchmark-module (bench/run_overhead.py, alternating rounds). Results: $OUT/clock_modes/.
+# iree-benchmark-module (bench/run_overhead.py, alternating rounds). Results: $OUT/clock_modes/, packed by
+# bench/gpu/pack.sh.
 #
-# Needs: .device/layers/ (bench/prepare_layers_bundle.py: the torch-exported ResNet-20 for CUDA and Vulkan) and
-# `source bench/gpu/setup.sh` first (same shell).
+# Needs: .device/layers/ (bench/prepare_layers_bundle.py: the torch-exported ResNet-20 for CUDA and Vulkan). Carry
+# .whl .whl-cuda .gl .device/layers, then: bash bench/gpu/clock_modes.sh && bash bench/gpu/pack.sh
 set -u
 cd "$(dirname "$0")/../.."
+source bench/gpu/setup.sh > /dev/null
+results_folder clock_modes
 B=${LAYERS_BUNDLE:-.device/layers}
-OUT_DIR="${OUT:-/tmp/out}/clock_modes"
-mkdir -p "$OUT_DIR"
-log() { echo "[clock_modes $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
-log "start; $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader); $(nproc) cores"
+log "start; $(gpu_host)"
 smi_start() {  # NVML beside a run, every 50 ms: clocks, P-state, power, temperature, clock event reasons
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,pstate,power.draw,temperature.gpu,clocks_event_reasons.active \
     --format=csv,nounits -lms 50 > "$OUT_DIR/$1.nvml.csv" 2>&1 &
@@ -48,5 +48,3 @@ timeout 300 python3 bench/run_overhead.py --vmfb "$B/cnn_cuda.vmfb" --device cud
   > "$OUT_DIR/own_share_cuda.txt" 2>&1
 log "own share: exit $?"; tail -8 "$OUT_DIR/own_share_cuda.txt" | tee -a "$OUT_DIR/log.txt"
 log "done"
-# The device tool brings back a few files only: everything else in one archive.
-tar -czf "$OUT_DIR/../clock_modes.tgz" -C "$OUT_DIR/.." clock_modes && rm -rf "$OUT_DIR"

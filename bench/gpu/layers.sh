@@ -2,18 +2,18 @@
 # Kernels in the model's words on the GPU (issue 46; about 2 minutes): a torch-exported CNN (ResNet-20) run on CUDA
 # and Vulkan with a profile pass, each kernel's source ops and the time by layer in its report, the output
 # checked against torch's own, and the TUI's layer view (L) and Kernels pane from the real app.
-# Results: $OUT/layers/.
+# Results: $OUT/layers/, packed by bench/gpu/pack.sh.
 #
 # Needs: .device/layers/ from `bench/prepare_layers_bundle.py` (compiled on the CPU machine: .vmfb, .sources/,
-# .work.json, .sites.mlir, the input and torch's output), and `source bench/gpu/setup.sh` first (same shell).
+# .work.json, .sites.mlir, the input and torch's output). Carry .whl .whl-cuda .gl .device/layers, then:
+#   bash bench/gpu/layers.sh && bash bench/gpu/pack.sh
 set -u
 cd "$(dirname "$0")/../.."
+source bench/gpu/setup.sh > /dev/null
+results_folder layers
 BUNDLE=${LAYERS_BUNDLE:-.device/layers}
-OUT_DIR="${OUT:-/tmp/out}/layers"
-mkdir -p "$OUT_DIR"
-log() { echo "[layers $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
 [ -f "$BUNDLE/manifest.json" ] || { echo "no $BUNDLE/manifest.json: run bench/prepare_layers_bundle.py first" >&2; exit 2; }
-log "start; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(nproc) cores"
+log "start; $(gpu_host)"
 for device in cuda vulkan; do
   log "$device: 200 calls, a profile pass, output against torch's"
   timeout 240 python3 -m gputop.tui run "$BUNDLE/cnn_$device.vmfb" --device "$device" -n 200 --profile \

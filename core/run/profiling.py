@@ -16,7 +16,6 @@ import errno
 import os
 import re
 import statistics
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -41,6 +40,7 @@ from gputop.core.profiling.source_ops import SourceOrigin, source_op_map
 from gputop.core.profiling.timeline import breakdown_line, build_breakdown
 from gputop.core.profiling.tool_pass import profile_with_ireeprof
 from gputop.core.profiling.work import module_work
+from gputop.core.run.capture import timed
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary, SourceOp, to_json
 from gputop.core.watch.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
@@ -73,16 +73,6 @@ def _keep_newest_passes(folder: Path) -> None:
     for stamp in sorted(passes, key=lambda name: passes[name])[:-KEEP_PASSES]:
         for path in folder.glob(f"{stamp}[.-]*"):
             path.unlink(missing_ok=True)
-
-
-def _timed_ms(call_once: Callable[[], object], calls: int) -> list[float]:
-    """`calls` calls of `call_once`, each one's synced wall time in milliseconds."""
-    walls = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        call_once()
-        walls.append((time.perf_counter() - started) * 1e3)
-    return walls
 
 
 def restarts_table(earlier: Sequence[PassClocks], newest: PassClocks) -> bool:
@@ -145,7 +135,8 @@ class ProfilePasses:
             warmup = warm_up(self._clock, call_once, ctx.config.warmup_s, self._clock_reason)
             ctx.state.event("info", warmup)
             if device.backend == "cuda":
-                unprofiled = _timed_ms(call_once, run_window(calls))
+                call_s = timed(call_once)
+                unprofiled = [call_s() * 1e3 for _ in range(run_window(calls))]
             ctx.state.event("info", f"profiling {calls} calls on {device.id}...")
             watch.start()
             calls_window: tuple[float, float] | None = None  # in-process CUPTI: the watch spans only the calls

@@ -56,7 +56,7 @@ from gputop.tui.bridge import limits_line as limits_text
 from gputop.tui.call_strip import call_strip, call_strip_rows
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
-from gputop.tui.text.layers import from_cell, source_ops_text
+from gputop.tui.text.layers import from_cell, origin_of, source_ops_text
 
 __all__ = ["KernelsPane", "vs_base", "without_function"]
 
@@ -214,7 +214,7 @@ class KernelsPane(BoxPane):
         note.display = named
         show_text(note, f"{NAME_MARK} {NAME_NOTE}" if named else "")
         self._verdicts = {k.name: verdict_text(k, snapshot.function or "") for k in profile.kernels if k.counters}
-        self._origins = {k.name: source_ops_text(to_json(k)) for k in profile.kernels}
+        self._origins = {k.name: source_ops_text(origin_of(k)) for k in profile.kernels}
         self._show_verdict()
 
     def on_data_table_row_highlighted(self, _event: object) -> None:

@@ -11,13 +11,10 @@ Kernels pane's time. Redrawn as profiles arrive, like the roofline.
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.widgets import Static
 
 from gputop.tui.bridge import RunSnapshot, ms_fixed, to_json
-from gputop.tui.screens.window import Window
+from gputop.tui.screens.window import DrawnWindow
 from gputop.tui.text.layers import layer_table
 
 __all__ = ["LayersScreen", "layers_text"]
@@ -41,7 +38,7 @@ def layers_text(snapshot: RunSnapshot | None, width: int) -> str:
     return "\n".join([heading, "", *layer_table(layers, width)])
 
 
-class LayersScreen(Window[None]):
+class LayersScreen(DrawnWindow):
     """Time by layer of the newest profile."""
 
     DEFAULT_CSS = """
@@ -49,29 +46,8 @@ class LayersScreen(Window[None]):
     LayersScreen #layers-table { height: 1fr; overflow-y: auto; }
     """
     BINDINGS = [Binding("escape,L", "dismiss", "Close")]
+    TITLE = "[b]Layers[/b]  kernel time by the model's layers, largest first (escape closes)"
+    BODY_ID = "layers-table"
 
-    def __init__(self, snapshot: RunSnapshot | None) -> None:
-        super().__init__()
-        self._snapshot = snapshot
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static("[b]Layers[/b]  kernel time by the model's layers, largest first (escape closes)")
-            yield Static(id="layers-table")
-
-    def on_mount(self) -> None:
-        self.show(self._snapshot)
-
-    def on_resize(self) -> None:
-        self.show(self._snapshot)
-
-    def show(self, snapshot: RunSnapshot | None) -> None:
-        self._snapshot = snapshot
-        table = next(iter(self.query("#layers-table").results(Static)), None)
-        if table is None:  # pushed but not composed yet: on_mount draws the newest
-            return
-        width = table.size.width or self.app.size.width - 8
-        table.update(Text(layers_text(snapshot, width)))  # a layer's name is not markup
-
-    def action_dismiss(self) -> None:
-        self.dismiss(None)
+    def draw(self, snapshot: RunSnapshot | None, width: int, height: int) -> Text:
+        return Text(layers_text(snapshot, width))  # a layer's name is not markup

@@ -21,10 +21,7 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.widgets import Static
 
 from gputop.tui.bridge import (
     CountersPass,
@@ -38,11 +35,10 @@ from gputop.tui.bridge import (
     ridge_intensity,
     share_of_ceiling,
     si,
-    to_json,
 )
 from gputop.tui.panes.kernels import dispatch_number, without_function
-from gputop.tui.screens.window import Window
-from gputop.tui.text.layers import from_cell
+from gputop.tui.screens.window import DrawnWindow
+from gputop.tui.text.layers import from_cell, origin_of
 
 __all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
 
@@ -298,7 +294,7 @@ def _legend(
 def _came_from(kernel: KernelTiming) -> str:
     """`from layers/conv1 +1`: the model's layer a kernel was formed from, as the Kernels pane's `from` says it
     (its first source op, +N fused ones); empty where its source ops are not known."""
-    cell = from_cell(to_json(kernel))
+    cell = from_cell(origin_of(kernel))
     return "" if cell == "-" else f"from {cell}"
 
 
@@ -321,7 +317,7 @@ def _describe(kernel: KernelTiming, estimate: bool = False) -> str:
     return f"{flop_per_byte(kernel.intensity)}, {si(kernel.achieved_tflops * 1e12, 'FLOP/s')}{share}{named}"
 
 
-class RooflineScreen(Window[None]):
+class RooflineScreen(DrawnWindow):
     """The roofline of the newest profile, redrawn as profiles arrive."""
 
     DEFAULT_CSS = """
@@ -329,32 +325,11 @@ class RooflineScreen(Window[None]):
     RooflineScreen #roofline-chart { height: 1fr; }
     """
     BINDINGS = [Binding("escape,f", "dismiss", "Close")]
+    TITLE = "[b]Roofline[/b]  each kernel under the device's compute and memory ceilings (escape closes)"
+    BODY_ID = "roofline-chart"
 
-    def __init__(self, snapshot: RunSnapshot | None) -> None:
-        super().__init__()
-        self._snapshot = snapshot
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static("[b]Roofline[/b]  each kernel under the device's compute and memory ceilings (escape closes)")
-            yield Static(id="roofline-chart")
-
-    def on_mount(self) -> None:
-        self.show(self._snapshot)
-
-    def on_resize(self) -> None:
-        self.show(self._snapshot)
-
-    def show(self, snapshot: RunSnapshot | None) -> None:
-        self._snapshot = snapshot
-        chart = next(iter(self.query("#roofline-chart").results(Static)), None)
-        if chart is None:  # pushed but not composed yet (a snapshot came in between): on_mount draws the newest
-            return
-        width, height = chart.size.width or self.app.size.width - 8, chart.size.height or self.app.size.height - 8
+    def draw(self, snapshot: RunSnapshot | None, width: int, height: int) -> Text:
         profile = snapshot.profile if snapshot is not None else None
         function = snapshot.function or "" if snapshot else ""
         counters = snapshot.counters_pass if snapshot is not None else None
-        chart.update(render_roofline(profile, width, height, function, counters))
-
-    def action_dismiss(self) -> None:
-        self.dismiss(None)
+        return render_roofline(profile, width, height, function, counters)

@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gputop.tui.bridge import TIME_US, column, percent
+from gputop.tui.bridge import TIME_US, KernelTiming, column, percent, to_json
 
-__all__ = ["from_cell", "layer_rows", "layers_lines", "short_layer", "source_ops_text"]
+__all__ = ["from_cell", "layer_rows", "layers_lines", "origin_of", "short_layer", "source_ops_text"]
 
 Row = Mapping[str, Any]
 _OP_TYPE = re.compile(r"[A-Z][A-Za-z0-9]*(?:_\d+)?")
@@ -32,6 +32,12 @@ def short_layer(op: Row) -> str:
             parts = parts[:-1]  # torch's exporter ends each node's path with its op type (`Relu`, `Add_1`)
         return "/".join(parts[-2:]) or str(name)
     return str(op.get("loc") or op.get("op") or "?")
+
+
+def origin_of(kernel: KernelTiming) -> dict[str, Any]:
+    """The part of a kernel's JSON form these functions read, without converting the whole kernel (the Kernels
+    pane and the roofline draw many a second)."""
+    return {"source_ops": to_json(kernel.source_ops), "source_ops_reason": kernel.source_ops_reason}
 
 
 def from_cell(kernel: Row) -> str:
