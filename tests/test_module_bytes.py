@@ -50,6 +50,9 @@ async def test_the_memory_pane_shows_the_weights_the_pools_do_not_count(tmp_path
         await wait_for(pilot, lambda: calls(app) > 0, timeout=120)
         await until_drawn(pilot, app)
         table = app.query_one("#memory-table", KeyedTable)
+        # The pane has rows from the memory sampler's first sample on, which on a loaded machine may come after
+        # the first call (a fresh-clone run drew the pane without any row yet).
+        await wait_for(pilot, lambda: "local-task/weights" in table.row_keys, timeout=30)
         assert table.row_cells("local-task/weights")["type"] == "weights"
         assert table.row_cells("local-task/weights")["live"] == "1.0 MiB"
         # The allocator sees the calls' buffers (4x512xf32, 8 KiB each), never the constant.
