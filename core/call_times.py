@@ -128,6 +128,16 @@ class CallTimer:
             return None
         return (count - 1) / (last - first)
 
+    def windows_from(self, first: int) -> tuple[int, np.ndarray, np.ndarray]:
+        """The calls numbered `first` on (as many as the window still holds) as (number of the first returned,
+        starts, ends) in perf_counter seconds: what a sampler of the GPU sets its samples against."""
+        first = max(first, self._count - WINDOW, 0)
+        n = self._count - first
+        if n <= 0:
+            return self._count, np.zeros(0), np.zeros(0)
+        ends = self._recent(n, self._window_ends).copy()
+        return first, ends - self._recent(n) / 1e3, ends
+
     def recent(self, n: int) -> list[float]:
         """The newest `n` call times (ms, fewer where the run has made fewer), oldest first."""
         return [float(v) for v in self._recent(n)]

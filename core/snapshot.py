@@ -27,6 +27,7 @@ from gputop.core.records.devices import DeviceInfo
 from gputop.core.records.memory import DeviceMemory, MemorySample, ModuleBytes, PoolStats
 from gputop.core.records.neighbours import GpuProcess, HostLoad, Neighbours
 from gputop.core.records.parameters import ParameterLoad, ParameterStages
+from gputop.core.records.pm import PmCallFigures, PmMetric, PmSampling
 from gputop.core.records.profile import (
     KernelTiming,
     LayerTime,
@@ -80,6 +81,9 @@ __all__ = [
     "ParameterStages",
     "PassClocks",
     "Phases",
+    "PmCallFigures",
+    "PmMetric",
+    "PmSampling",
     "PoolStats",
     "PoolUsage",
     "ProfileOverhead",
@@ -145,6 +149,7 @@ class RunSnapshot:
     call_clocks: CallClocks | None = None  # the GPU's clocks over the calls so far (NVML), with a warning
     call_clocks_reason: str | None = None  # why there are none: a CPU device, no NVIDIA driver
     clock_now: ClockReading | None = None  # the newest clock reading (Prometheus's gauges)
+    pm_sampling: PmSampling | None = None  # the GPU's own counters sampled live (CUDA), or why not
 
 
 @dataclass(frozen=True)

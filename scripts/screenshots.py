@@ -7,7 +7,8 @@ machine (headless Textual needs no terminal). Never edit the SVGs by hand.
 
 Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task | --devices D1,D2]
            [--input ...] [--calls 20] [--size 120x40] [--profile] [--counters] [--press KEYS] [--roofline]
-           [--warmup S] [--engine-process] [--program 'python app.py ...']
+           [--warmup S] [--engine-process] [--program 'python app.py ...'] [--function F]
+           [--pm SECONDS]
 
 With --engine-process the engine runs as `gputop TARGET` runs it, in its own
 process (`gputop serve`, the app its owning viewer): a screenshot whose Run
@@ -37,6 +38,7 @@ async def shoot(args: argparse.Namespace) -> None:
         iterations=None,
         inputs=tuple(args.input),
         warmup_s=args.warmup,
+        function=args.function,
     )
     source: EngineBridge | EngineProcess
     if args.program:  # gputop -- CMD: the engine watches the user's program, always in its own process
@@ -47,6 +49,7 @@ async def shoot(args: argparse.Namespace) -> None:
             raise SystemExit("--engine-process takes one --device")
         engine = [args.target, "--device", args.device, "--warmup", str(args.warmup), "--metrics-port", "0"]
         engine += ["--profile-every", "0", *(f"--input={value}" for value in args.input)]
+        engine += ["--function", args.function] if args.function else []
         source = EngineProcess(engine, Path(tempfile.mkdtemp(prefix="gputop-screenshot-")))
     else:
         source = EngineBridge(config)
@@ -84,6 +87,15 @@ async def drive(app: GputopApp, args: argparse.Namespace, width: int, height: in
                 waited += 0.2
             counters = app.snapshot.counters_pass if app.snapshot is not None else None
             print(f"counters: {counters.error or counters.source if counters else 'none (refused: see the Log)'}")
+        if args.pm:  # the PM sampling strip (CUDA): wait until it holds a few seconds of samples
+            while waited < args.timeout * 4:
+                pm = app.snapshot.pm_sampling if app.snapshot is not None else None
+                if pm is None or pm.state == "refused" or pm.samples >= args.pm * 1000 / (pm.interval_ms or 1):
+                    break
+                await pilot.pause(0.2)
+                waited += 0.2
+            pm = app.snapshot.pm_sampling if app.snapshot is not None else None
+            print(f"pm sampling: {pm.state if pm else 'none'}, {pm.samples if pm else 0} samples ({pm and pm.reason})")
         if args.press:
             await pilot.press(*args.press.split(","))
         if args.roofline:
@@ -108,6 +120,8 @@ def main() -> None:
     parser.add_argument("--device", default="local-task")
     parser.add_argument("--devices", help="D1,D2: a multi-device run (demo:pipeline, demo:hidden-transfer)")
     parser.add_argument("--input", action="append", default=[])
+    parser.add_argument("--function", help="the module's function to call (a module with several)")
+    parser.add_argument("--pm", type=float, default=0, help="wait for this many seconds of PM samples (CUDA)")
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--size", default="120x40")

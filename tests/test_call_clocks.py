@@ -13,6 +13,7 @@ import csv
 import dataclasses
 import importlib.util
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -191,9 +192,16 @@ def test_no_gpu_clock_on_a_cpu_device_is_said_in_the_report_and_nowhere_noisy() 
 def test_calls_clocks_are_read_on_an_nvidia_gpu() -> None:
     if nvml_unavailable_reason() is not None or not iree_devices("cuda")[0].available:
         pytest.skip("needs an NVIDIA GPU with NVML and CUDA")
-    if importlib.util.find_spec("iree.compiler") is None:  # the GPU machines have none (PLATFORM.md)
-        pytest.skip("needs iree-base-compiler to compile demo:mlp for CUDA")
-    proc, report = run_json("demo:mlp", "--device", "cuda", "-n", "500")
+    # The GPU machines have no compiler (PLATFORM.md): there the PM strip's carried module serves
+    # (bench/gpu/pm_strip.sh sets GPUTOP_TEST_PM_VMFB to bench/prepare_pm_bundle.py's pm_cuda.vmfb).
+    carried = os.environ.get("GPUTOP_TEST_PM_VMFB")
+    if carried:
+        target = [carried, "--device", "cuda", "--function", "mm_f16"]
+    elif importlib.util.find_spec("iree.compiler") is not None:
+        target = ["demo:mlp", "--device", "cuda"]
+    else:
+        pytest.skip("needs iree-base-compiler to compile demo:mlp for CUDA, or GPUTOP_TEST_PM_VMFB")
+    proc, report = run_json(*target, "-n", "500")
     assert proc.returncode == 0, proc.stderr
     clocks = report["calls"]["clocks"]
     assert "reason" not in clocks, clocks

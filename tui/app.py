@@ -140,6 +140,7 @@ class GputopApp(App[int]):
         Binding("f", "roofline", "Roof"),  # short: with L every key still fits 120 columns
         Binding("L", "layers", "Layers"),
         Binding("b", "baseline", "Baseline", show=False),  # docs/comparing.md; the footer keeps its width
+        Binding("g", "pm_sampling", "GPU counters", show=False),  # at 120 columns the footer is full: `?` lists it
         *(Binding(pane.KEY, f"bring_forward('{pane.PANE_ID}')", show=False) for pane in by_key()),
     ]
 
@@ -419,6 +420,17 @@ class GputopApp(App[int]):
         reason = self.source.request_counters()
         if reason:
             self.answer("warning", f"counters: {reason}")
+
+    def action_pm_sampling(self) -> None:
+        """`g`: the Run pane's strip of the GPU's own counters (CUPTI PM sampling) off while it samples or starts,
+        else on; the engine says why not (a CPU device, a counters pass holding the counters, a recorded run)."""
+        pm = self.snapshot.pm_sampling if self.snapshot is not None else None
+        on = pm is None or pm.state not in ("sampling", "starting")
+        reason = self.source.request_pm_sampling(on)
+        if reason:
+            self.answer("warning", f"pm: {reason}")
+        else:
+            self.answer("info", f"PM sampling {'on' if on else 'off'}")
 
     def action_capture(self) -> None:
         self.bring_forward(CapturesPane.PANE_ID)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from gputop.core.compare.modes import mixed_groups_text, report_modes
+from gputop.core.compare.pm import pm_clock_mhz, pm_sampled, pm_sampling_text
 from gputop.core.compare.samples import as_array
 from gputop.core.compare.significance import BLOCKS, block_statistics, bootstrap_change, mann_whitney_u
 from gputop.core.errors import UsageError
@@ -249,6 +250,26 @@ def _call_clock_conditions(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[
     return Condition("SM clock (calls)", ta, tb, apart or (ca is None) != (cb is None), apart), warnings
 
 
+def _pm_sampling_conditions(
+    a: Mapping[str, Any], b: Mapping[str, Any], clocks_warned: bool
+) -> tuple[Condition | None, list[str]]:
+    """The GPU's own counters over each side's calls (`pm_sampling`, `compare/pm.py`), where a side sampled them,
+    and a warning where the SM clocks they saw are more than 5% apart (unless NVML's clocks said so already)."""
+    pa, pb = a.get("pm_sampling"), b.get("pm_sampling")
+    if not (pm_sampled(pa) or pm_sampled(pb)):
+        return None, []  # neither side sampled (CPU runs, older reports): nothing to set side by side
+    sm_a, sm_b = pm_clock_mhz(pa), pm_clock_mhz(pb)
+    apart = bool(sm_a and sm_b and abs(sm_b - sm_a) > CALL_CLOCK_APART * max(sm_a, sm_b))
+    warnings = []
+    if apart and not clocks_warned:
+        warnings.append(
+            f"the GPU's counters saw other SM clocks over the calls: median {sm_a:.0f} MHz in A, {sm_b:.0f} MHz "
+            "in B (calls at a lower clock are slower whatever the code)"
+        )
+    ta, tb = _text(pm_sampling_text(pa)), _text(pm_sampling_text(pb))
+    return Condition("PM sampling (calls p50)", ta, tb, ta != tb, apart), warnings
+
+
 def _neighbours_text(neighbours: Any) -> str | None:
     """`host 0.02 of 2 cores; nobody else on cuda:0`: who else used the host and the GPU, the row compare shows."""
     if not isinstance(neighbours, Mapping):
@@ -314,6 +335,10 @@ def _conditions(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[list[Condit
     if call_clocks is not None:
         rows.append(call_clocks)
         warnings += clock_warnings
+    pm_row, pm_warnings = _pm_sampling_conditions(a, b, clocks_warned=bool(call_clocks and call_clocks.warning))
+    if pm_row is not None:
+        rows.append(pm_row)
+        warnings += pm_warnings
     for what, path in (("others (calls)", ("neighbours",)), ("others (profile)", ("profile", "neighbours"))):
         na, nb = _get(a, *path), _get(b, *path)
         if not (isinstance(na, Mapping) or isinstance(nb, Mapping)):

@@ -136,6 +136,9 @@ class ProgramHost:
     def request_counters(self) -> str | None:
         return self.primary.request_counters()
 
+    def request_pm_sampling(self, on: bool) -> str | None:
+        return self.primary.request_pm_sampling(on)
+
     def record_interrupted_now(self, exit_code: int) -> None:
         """A second signal: every session's ending now, and the program must not outlive gputop unwatched."""
         self.program.kill_now()

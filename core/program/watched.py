@@ -50,6 +50,13 @@ from gputop.core.units import seconds
 
 __all__ = ["ProgramOutcome", "WatchedProcess"]
 
+# PM sampling reads the work of the process that samples (bench/gpu/pm_strip.sh: a sampler beside another
+# process decoded no samples); the watcher inside the program does not sample yet.
+PM_NOT_WATCHED = (
+    "PM sampling sees only the work of the process that samples, and a watched program's calls run in its own: "
+    "gputop run on its .vmfb samples the same module's calls"
+)
+
 GROWTH_POINTS = 600  # memory samples kept for the growth diagnosis: five minutes at the watcher's 0.5 s
 
 
@@ -192,6 +199,7 @@ class WatchedProcess:
         if self.parts.watch is None:  # who else uses its first device and the host, from then on
             self.parts.start_watch(info, [self.pid] if self.pid is not None else [])
             self.parts.start_clocks(info, self._sample_interval_s)  # and the clocks its calls ran at
+            self.parts.start_pm(info, PM_NOT_WATCHED if info.backend == "cuda" else None, 1.0)
 
     def _add_load(self, kind: str, event: dict[str, Any], spent: float) -> None:
         load = load_from_event(kind, event, spent)
@@ -475,6 +483,9 @@ class WatchedProcess:
 
     def request_capture(self, calls: int = 1) -> str | None:
         return self._ask_agent("capture", calls=calls)
+
+    def request_pm_sampling(self, on: bool) -> str | None:
+        return PM_NOT_WATCHED if on else None
 
     def request_counters(self) -> str | None:
         return f"Nsight Compute must start the program itself; run ncu --target-processes all {' '.join(self.command)}"

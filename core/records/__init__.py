@@ -12,7 +12,8 @@ that makes memory samples imports `records.memory`, not every record there is:
   `captures`, `neighbours`: one concern each;
 - `profile` (the Kernels table of a profile pass) gathers `counters`,
   `breakdown`, `clocks` (with the peaks) and `neighbours`;
-- `program`: what gputop saw of a user's own program.
+- `program`: what gputop saw of a user's own program;
+- `pm`: the GPU's own counters sampled while the run goes (CUPTI PM sampling).
 
 `gputop.core.snapshot` holds the two values that gather them all
 (`RunSnapshot`, `RunSummary`) and re-exports every record by name. The

@@ -51,6 +51,11 @@ from gputop.core.snapshot import CountersPass, Neighbours, RunSnapshot, to_json
 
 __all__ = ["RunConfig", "Session"]
 
+PM_HELD_BY_COUNTERS = "a counters pass (ncu) holds the GPU's counters: the strip goes on when it ends"
+PM_TURNED_OFF = "turned off (g turns it on again)"
+PM_OFF_BY_FLAG = "turned off (--no-pm-sampling; g turns it on)"
+PM_PAUSE_WAIT_S = 3.0  # how long a counters pass waits for PM sampling to let go of the counters
+
 
 class Session:
     """One run on one or more devices, driven by a background thread."""
@@ -91,6 +96,7 @@ class Session:
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
         self.report: dict[str, Any] | None = None  # report.json's content, once the run has ended
+        self._pm_held = False  # a counters pass holds the GPU's counters: PM sampling waits for its end
         self._digest: str | None = None  # the target's SHA-256 ("" when it has none), see _target_digest
 
     # -- control (any thread) -------------------------------------------------------
@@ -143,6 +149,46 @@ class Session:
     def _why_no_counters(self) -> str | None:
         flow = self._flow
         return why_no_counters(self.snapshot, self._flow_kind(), flow.counters_refusal() if flow is not None else None)
+
+    def request_pm_sampling(self, on: bool) -> str | None:
+        """Turn the PM sampling strip on or off (the TUI's `g`); returns why not, or None."""
+        watch = self._parts.pm_watch
+        state, reason = self._state.pm_state()
+        if watch is not None and watch.refused is not None:
+            return watch.refused.line
+        if self._pm_held:
+            return PM_HELD_BY_COUNTERS
+        if watch is not None and watch.alive:
+            if on:
+                watch.resume()
+            else:
+                watch.pause("off", PM_TURNED_OFF)
+            return None
+        if not on:
+            return None
+        if state == "refused":
+            return reason
+        flow = self._flow
+        if flow is None or self._state.state not in ("running", "paused"):
+            return f"PM sampling starts with the calls: nothing to sample while {self._state.state}"
+        devices = self._state.devices
+        why = self._pm_why_not(flow, asked=True)
+        self._parts.start_pm(devices[0] if devices else None, why, self.config.pm_interval_ms)
+        if why is not None:
+            return why
+        state, reason = self._state.pm_state()
+        return reason if state == "refused" else None
+
+    def _pm_why_not(self, flow: Flow, asked: bool = False) -> str | None:
+        """Why this run's calls cannot be PM sampled before the device is asked (`asked`: the user's key)."""
+        if not self.config.pm_sampling and not asked:
+            return PM_OFF_BY_FLAG
+        if flow.kind == "tool":
+            return (
+                "a multi-device module's calls run in IREE's tools, a process of their own, and PM sampling sees "
+                "only the work of the process that samples: a one-device run of the module is sampled"
+            )
+        return None
 
     def request_capture(self, calls: int = 1) -> str | None:
         """Capture the next `calls` calls with RenderDoc; returns why not, or None."""
@@ -273,6 +319,7 @@ class Session:
             devices = self._state.devices
             watch = self._parts.start_watch(devices[0] if devices else None)
             self._parts.start_clocks(devices[0] if devices else None, self.config.sample_interval_s)
+            self._parts.start_pm(devices[0] if devices else None, self._pm_why_not(flow), self.config.pm_interval_ms)
             if self.config.capture_calls:
                 self._ask_capture_once(self.config.capture_calls)
             calls_window = watch.open_window()
@@ -299,6 +346,7 @@ class Session:
     def _teardown(self, renderdoc: RenderDocHook | None) -> None:
         """Close the capture hook, the flow and the channel, then write the ending; a failure is logged, not raised."""
         self._parts.stop_watch()
+        self._parts.stop_pm()
         self._parts.stop_clocks()
         if renderdoc is not None:
             try:
@@ -355,6 +403,9 @@ class Session:
             made = flow.calls(remaining if remaining is not None else 1)
             if remaining is not None:
                 remaining -= made
+            if self._pm_held and not self._state.snapshot.counting:
+                self._pm_held = False
+                self._parts.resume_pm()
             self._state.publish()
 
     def _profile_once(self, flow: Flow, calls: int) -> None:
@@ -371,6 +422,11 @@ class Session:
         if reason is not None:
             self._state.event("warning", f"counters: {reason}")
             return False
+        # ncu replays the call in a process of its own and needs the GPU's counters: PM sampling lets go first.
+        watch = self._parts.pm_watch
+        if watch is not None and watch.alive:
+            watch.pause("paused", PM_HELD_BY_COUNTERS, wait_s=PM_PAUSE_WAIT_S)
+            self._pm_held = True
         try:
             flow.count()
         except (Interrupted, UnwritableFile):
@@ -399,7 +455,8 @@ class Session:
             self._state.event("warning", f"calls: {neighbours.warning}")
 
     def _say_call_clocks(self) -> None:
-        """The calls are over: the clock watch's last reading, and its warning in the log."""
+        """The calls are over: the clock watch's last reading, and its warning in the log; PM sampling ends."""
+        self._parts.stop_pm()
         self._parts.stop_clocks()
         clocks = self._state.call_clocks()
         if clocks is not None and clocks.warning and not self._state.clocks_warned():

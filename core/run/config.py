@@ -127,10 +127,14 @@ class RunConfig:
     warmup_s: float = 2.0  # before each profile pass: calls until the GPU clock is steady, at most this long
     params_mode: str = "auto"  # how parameters reach the device: auto | streamed | mmap | file_async
     counters: bool = False  # one counters pass (Nsight Compute) after the steady calls (gputop run --counters)
+    pm_sampling: bool = True  # the GPU's own counters sampled live on CUDA (CUPTI PM sampling); --no-pm-sampling
+    pm_interval_ms: float = 10.0  # PM sampling's interval (--pm-interval-ms; profiling/pm_sampler.py says why)
 
     def __post_init__(self) -> None:
         if self.iterations is not None and self.iterations < 0:
             raise UsageError("--iterations must be 0 (first call only) or more")
+        if not 0.05 <= self.pm_interval_ms <= 1000:
+            raise UsageError("--pm-interval-ms must be between 0.05 and 1000 milliseconds")
         if not self.sample_interval_s > 0:
             raise UsageError("--sample-interval must be positive")
         if self.profile_calls < 1 or (self.profile_pass_calls is not None and self.profile_pass_calls < 1):

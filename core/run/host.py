@@ -97,6 +97,9 @@ class RunHost:
     def request_counters(self) -> str | None:
         return self.session.request_counters()
 
+    def request_pm_sampling(self, on: bool) -> str | None:
+        return self.session.request_pm_sampling(on)
+
     def record_interrupted_now(self, exit_code: int) -> None:
         """A second signal: the current segment writes its ending now (see `Session.record_interrupted_now`)."""
         self.session.record_interrupted_now(exit_code)

@@ -11,8 +11,9 @@ here, once, and each producer holds a `RunParts`:
 - the one `RunState` (its single writer is the producer's thread);
 - the control channel (`control.sock`) through which other processes' viewers
   ask, answered by whatever `Remote` the producer is;
-- the neighbour watch (who else uses the GPU and the host) and the clock
-  watch (the GPU's clocks while the calls go).
+- the neighbour watch (who else uses the GPU and the host), the clock
+  watch (the GPU's clocks while the calls go) and the PM sampling watch (the
+  GPU's own counters, sampled on a thread of this process: CUDA only).
 
 Every method that ends a run is safe to call from a failing path: the record
 is written whatever the report builder or the disk did.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import traceback
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import Any
 
 from gputop.core.errors import UnwritableFolder
 from gputop.core.paths import new_session_dir, note_session_dir
+from gputop.core.profiling.pm_watch import PmWatch
 from gputop.core.run.state import RunState
 from gputop.core.run.viewer_ops import OwnerOps, Remote, answer
 from gputop.core.serving.control_socket import ControlServer
@@ -39,7 +42,32 @@ from gputop.core.watch.call_clocks import CallClockWatch
 from gputop.core.watch.clocks import gpu_clock_for
 from gputop.core.watch.neighbours import NeighbourWatch, watch_roots
 
-__all__ = ["RunParts"]
+__all__ = ["PM_START_WAIT_S", "RunParts", "pm_refusal_for"]
+
+PM_START_WAIT_S = 5.0  # how long the calls wait for PM sampling to start (or be refused) before they begin
+
+
+def pm_refusal_for(device: DeviceInfo | None) -> str | None:
+    """Why `device`'s counters cannot be PM sampled, in one line with what to use instead; None on CUDA."""
+    if device is None:
+        return "no device: no GPU counters to sample"
+    if device.backend == "cuda":
+        return None
+    if device.kind != "gpu":
+        what = "a software GPU on the CPU" if device.kind == "software-gpu" else "a CPU device"
+        return (
+            f"PM sampling reads an NVIDIA GPU's counters through CUDA; {device.id} is {what}: the Kernels pane's "
+            "times (p) are the figures it has"
+        )
+    if "nvidia" in device.name.lower():
+        return (
+            f"PM sampling reads the GPU's counters through CUDA, and {device.id} runs on {device.backend}: run the "
+            "same module with --device cuda for the live counters, or take a counters pass (n) there"
+        )
+    return (
+        f"PM sampling is CUPTI's, for NVIDIA GPUs on CUDA; {device.id} ({device.name}) is not one: its vendor's "
+        "profiler (rocprofv3 on AMD) reads its counters"
+    )
 
 
 class RunParts:
@@ -74,6 +102,7 @@ class RunParts:
         self.control: ControlServer | None = None
         self.watch: NeighbourWatch | None = None
         self.clock_watch: CallClockWatch | None = None
+        self.pm_watch: PmWatch | None = None
         self._viewers_seen = 0  # how many viewers subscribed to the stream, kept once the channel closes
 
     # -- the control channel --------------------------------------------------------------
@@ -137,6 +166,39 @@ class RunParts:
             self.state.on_clock(watch.look())
         watch.start()
         self.clock_watch = watch
+
+    # -- the PM sampling watch ------------------------------------------------------------
+    def start_pm(self, device: DeviceInfo | None, why_not: str | None, interval_ms: float) -> None:
+        """Sample `device`'s counters on a thread of this process, or say in the state why not (`why_not`, or
+        the device's own reason: not CUDA)."""
+        reason = why_not or pm_refusal_for(device)
+        if reason is not None:
+            self.state.pm_not_sampling("off" if why_not and why_not.startswith("turned off") else "refused", reason)
+            return
+        assert device is not None
+        self.state.pm_not_sampling("starting", "PM sampling is starting")
+        watch = PmWatch(self.state, device.uuid, interval_ms)
+        watch.start()
+        self.pm_watch = watch
+        # The strip starts with the calls: a short run's calls would otherwise be over before CUPTI is ready
+        # (about a second on an H100: the libraries, the profiler, the metric set, enabling the device).
+        started = time.perf_counter()
+        if watch.wait_settled(PM_START_WAIT_S) and watch.refused is None:
+            self.state.event("info", f"pm sampling: on in {time.perf_counter() - started:.2f} s")
+
+    def pause_pm(self, state: str, why: str) -> None:
+        if self.pm_watch is not None:
+            self.pm_watch.pause(state, why)
+
+    def resume_pm(self) -> None:
+        if self.pm_watch is not None:
+            self.pm_watch.resume()
+
+    def stop_pm(self) -> None:
+        """End PM sampling (last decode, disable) and wait for its thread. Safe to call twice."""
+        watch, self.pm_watch = self.pm_watch, None
+        if watch is not None:
+            watch.stop()
 
     def stop_clocks(self) -> None:
         """Stop reading the clocks, with one last reading: it counts for the calls since the one before (a run of

@@ -4,7 +4,7 @@
 started an engine watch a run that another process drives; their keys arrive
 here as one-line requests on the session folder's `control.sock` (see
 `core/serving/control_socket.py`). Any viewer may pause or resume the run, ask
-for a profile pass, a counters pass or a capture, and fetch or export the
+for a profile pass, a counters pass or a capture, turn PM sampling on or off, and fetch or export the
 report as it stands. Stopping the run, reloading it or moving it to another device belong to the
 process that owns it: the TUI that started the engine (`owner_ops`, given by
 the engine's `RunHost`); everyone else is refused. Refusals carry the very
@@ -46,6 +46,8 @@ class Remote(Protocol):
 
     def request_counters(self) -> str | None: ...
 
+    def request_pm_sampling(self, on: bool) -> str | None: ...
+
     def keep_samples(self, seconds: float) -> None: ...
 
     def current_report(self) -> dict[str, Any]: ...
@@ -86,6 +88,14 @@ def _counters(run: Remote, _request: dict[str, Any]) -> dict[str, Any]:
     return _refused(reason) if reason else {"ok": True}
 
 
+def _pm_sampling(run: Remote, request: dict[str, Any]) -> dict[str, Any]:
+    on = request.get("on")
+    if not isinstance(on, bool):
+        return _refused("on: true or false")
+    reason = run.request_pm_sampling(on)
+    return _refused(reason) if reason else {"ok": True}
+
+
 def _capture(run: Remote, request: dict[str, Any]) -> dict[str, Any]:
     calls = request.get("calls", 1)
     if not isinstance(calls, int) or calls < 1:
@@ -115,6 +125,7 @@ OPS = {
     "toggle_pause": _toggle_pause,
     "profile": _profile,
     "counters": _counters,
+    "pm_sampling": _pm_sampling,
     "capture": _capture,
     "watch": _watch,
     "report": _report,

@@ -85,6 +85,12 @@ METRICS = (
     ("gputop_gpu_power_watts", "The run's GPU's power draw at the newest reading", "gauge"),
     ("gputop_gpu_temperature_celsius", "The run's GPU's core temperature at the newest reading", "gauge"),
     ("gputop_gpu_clock_throttle_active", "1 for each NVML clock event reason active at the newest reading", "gauge"),
+    ("gputop_pm_sampling_active", "1 while PM sampling reads the GPU's own counters (CUDA), else 0", "gauge"),
+    (
+        "gputop_pm_value",
+        "Each PM sampled metric's newest value: % of the GPU's peak (SM, tensor, DRAM) or the SM clock in MHz",
+        "gauge",
+    ),
 )
 
 
@@ -187,6 +193,7 @@ class SnapshotCollector(Collector):
                 host_others.add_metric([], neighbours.host.other_cores)
         families += [others, host_others]
         families += _clock_families(snap, device)
+        families += _pm_families(snap, device)
         yield from families
 
 
@@ -208,6 +215,20 @@ def _clock_families(snap: RunSnapshot, device: str) -> list[Any]:
         for reason in THROTTLE_REASONS.values():  # every reason, 0 or 1: an alert needs the series before it fires
             throttle.add_metric([device, reason], 1.0 if reason in reading.throttle_reasons else 0.0)
     return [sm_clock, mem_clock, power, temperature, throttle]
+
+
+def _pm_families(snap: RunSnapshot, device: str) -> list[Any]:
+    """The GPU's own counters, newest values (CUPTI PM sampling): empty families where the run has no PM state
+    (an engine that has not decided yet), `active` 0 and no values while it is paused, off or refused."""
+    active = GaugeMetricFamily("gputop_pm_sampling_active", METRICS[23][1], labels=["device"])
+    value = GaugeMetricFamily("gputop_pm_value", METRICS[24][1], labels=["device", "role", "metric", "unit"])
+    pm = snap.pm_sampling
+    if pm is not None:
+        active.add_metric([device], 1.0 if pm.sampling else 0.0)
+        for metric, newest in zip(pm.metrics, pm.newest, strict=False):
+            if newest is not None:  # a metric the newest decode had no sample of: no value, not a zero
+                value.add_metric([device, metric.role, metric.name, metric.unit], newest)
+    return [active, value]
 
 
 def _le(bound_ms: float) -> str:

@@ -12,11 +12,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputop.core.snapshot import CallStats, CountersPass, ProfileSummary, RunSnapshot, RunSummary, to_json
+from gputop.core.snapshot import (
+    CallStats,
+    CountersPass,
+    PmSampling,
+    ProfileSummary,
+    RunSnapshot,
+    RunSummary,
+    to_json,
+)
 from gputop.core.versions import package_version
 from gputop.core.wording import weight_bytes
 
-__all__ = ["build_report", "snapshot_report"]
+__all__ = ["build_report", "pm_sampling_json", "snapshot_report"]
 
 
 def _profile_json(profile: ProfileSummary | None, steady_p50_ms: float | None) -> dict[str, Any] | None:
@@ -57,6 +65,36 @@ def _call_clocks_json(snap: RunSnapshot) -> dict[str, Any]:
     if snap.call_clocks is not None:
         return to_json(snap.call_clocks)
     return {"reason": snap.call_clocks_reason or NO_CALL_CLOCKS}
+
+
+NO_PM_SAMPLING = "PM sampling did not start: the run ended before its calls"
+
+
+def pm_sampling_json(pm: PmSampling | None) -> dict[str, Any]:
+    """`pm_sampling`: the metrics sampled (CUPTI's names), the interval, each metric's p50 and p95 over the calls,
+    the source and `reason` (null where it ran; else why not, with the figures null). Every run has the block."""
+    if pm is None or (not pm.metrics and pm.state != "sampling"):
+        reason = pm.reason if pm is not None and pm.reason else NO_PM_SAMPLING
+        return {"metrics": [], "interval_ms": None, "calls": None, "source": None, "reason": reason}
+    ran = pm.samples > 0
+    return {
+        "metrics": [m.name for m in pm.metrics],
+        "interval_ms": pm.interval_ms,
+        "calls": {f.metric: {"p50": f.p50, "p95": f.p95} for f in pm.calls} if ran else None,
+        "source": pm.source,
+        "reason": None if ran and pm.state in ("sampling", "ended") else pm.reason or "no samples were decoded",
+        # What the figures mean and how they were had (issue 48): roles and units, the set and chip, the counts.
+        "roles": {m.name: m.role for m in pm.metrics},
+        "units": {m.name: m.unit for m in pm.metrics},
+        "state": pm.state,
+        "metric_set": pm.metric_set,
+        "chip": pm.chip,
+        "samples": pm.samples,
+        "calls_aligned": pm.calls_aligned,
+        "overflow": pm.overflow,
+        "decode_ms_per_s": pm.decode_ms_per_s,
+        "newest": {m.name: v for m, v in zip(pm.metrics, pm.newest, strict=False)},
+    }
 
 
 def _load_json(loaded: int | None, seconds: float | None, zero_copy: bool = False) -> dict[str, Any]:
@@ -129,6 +167,8 @@ def snapshot_report(snap: RunSnapshot, peak_live: dict[str, int] | None = None) 
         # The newest counters pass (ncu): its cost (wall_s, calls), source, command, or why it failed; each
         # kernel's own counters are in kernels[].counters.
         "counters_pass": _counters_json(snap.counters_pass, snap.profile),
+        # The GPU's own counters sampled while the calls ran (CUPTI PM sampling, CUDA), or why not.
+        "pm_sampling": pm_sampling_json(snap.pm_sampling),
         "exports": to_json(snap.exports),
         "transfers": to_json(snap.transfers),
         "device_names": dict(snap.device_names),

@@ -188,6 +188,19 @@ RUN_OPTIONS: tuple[Option, ...] = (
         f"(default {config_default('warmup_s'):g}; 0: off; nothing to wait for without an NVIDIA GPU)",
     ),
     option(
+        "--no-pm-sampling",
+        action="store_true",
+        help="do not sample the GPU's own counters (SM, tensor and DRAM throughput, SM clock) while the calls run "
+        "(CUDA, CUPTI PM sampling; on by default there; the TUI's g turns it on and off)",
+    ),
+    option(
+        "--pm-interval-ms",
+        type=float,
+        default=config_default("pm_interval_ms"),
+        metavar="MS",
+        help=f"PM sampling's interval (default {config_default('pm_interval_ms'):g} ms)",
+    ),
+    option(
         "--profile-every",
         faces=("tui",),
         type=float,
@@ -263,6 +276,8 @@ def config_from(args: argparse.Namespace, iterations: int | None, **more: Any) -
         renderdoc=args.renderdoc,
         capture_calls=getattr(args, "capture", 0) or 0,
         warmup_s=args.warmup,
+        pm_sampling=not args.no_pm_sampling,
+        pm_interval_ms=args.pm_interval_ms,
     )
     return RunConfig(**{**options, **more})
 

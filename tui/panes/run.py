@@ -11,6 +11,13 @@ not as a falling average), and the whole run's once it has ended. On an
 NVIDIA GPU a line says the clocks the calls ran at, with a warning where they
 moved or were held down (a moving clock makes call times mix clocks). With a
 baseline (`b`, `--baseline`), a line says how the recent calls compare with it.
+On an NVIDIA GPU (CUDA) the GPU's own counters, sampled while the calls go on
+(CUPTI PM sampling, issue 48), follow in two lines: SM, tensor and DRAM
+throughput (percent of peak) and the SM clock, each a sparkline of the last
+seconds with its newest value (`tui.text.pm_strip` writes them); `g` turns
+them off and on. Where the column has rows to spare once the calls' chart has
+some, each one's median and 95th percentile over the calls follow; while it
+does not sample, one line says why. A CPU device shows none of it.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from textual.widgets import Sparkline, Static
 
 from gputop.tui.bridge import (
     LiveBaseline,
+    PmSampling,
     RunSnapshot,
     breakdown_groups_text,
     call_clocks_text,
@@ -34,7 +42,7 @@ from gputop.tui.bridge import (
     to_json,
 )
 from gputop.tui.panes.box import BoxPane, show_text
-from gputop.tui.text import PHASES, parameters_progress
+from gputop.tui.text import PHASES, parameters_progress, pm_calls_lines, pm_strip_lines
 from gputop.tui.text.program import program_calls_text
 
 __all__ = ["RunPane", "baseline_line", "clock_line", "modes_line"]
@@ -44,6 +52,9 @@ BASELINE_EVERY_S = 1.0  # the test against the baseline is redone at most this o
 # one (spare rows, issue 29) as much less often, so the chart costs the viewer the same CPU at any height.
 # Drawn every frame at 14 rows it took 5% of a core more on the 2-core machine (bench/perturbation.py).
 SPARKLINE_ROW_PAIR_S = 0.08
+# The PM strip's figures over the calls take spare rows only where the calls' chart keeps this many more than
+# its own: at 80x24 the chart comes first, and the strip's own two lines say what the GPU does now.
+PM_CALLS_AFTER_CHART_ROWS = 4
 
 
 def baseline_line(baseline: LiveBaseline, snapshot: RunSnapshot) -> str:
@@ -108,6 +119,8 @@ class RunPane(BoxPane):
     DEFAULT_CSS = """
     RunPane #run-phases { height: auto; }
     RunPane #run-calls { height: auto; }
+    RunPane #run-pm { height: auto; display: none; }
+    RunPane #run-pm-calls { height: auto; display: none; color: $text-muted; }
     RunPane Sparkline { margin-top: 1; }
     """
 
@@ -115,11 +128,52 @@ class RunPane(BoxPane):
     _baseline_at = 0.0
     _sparkline_at = 0.0
     _baseline_of: object = None
+    _pm: tuple[PmSampling | None, str | None] = (None, None)  # the strip's state and the device's kind, drawn
+    _pm_calls: tuple[str, ...] = ()  # the strip's figures over the calls, at the pane's width
 
     def compose(self) -> ComposeResult:
         yield Static(id="run-phases")
         yield Static(id="run-calls")
+        yield Static(id="run-pm")  # the GPU's own counters (CUDA), or why not
+        yield Static(id="run-pm-calls")  # their figures over the calls, where the column has the rows
         yield Sparkline([], id="run-sparkline", summary_function=max)
+
+    # Rows to spare go to the PM strip's figures over the calls (whole or not at all) once the calls' chart
+    # has a few of them, then to the chart.
+    def rows_wanted(self) -> int:
+        return len(self._pm_calls)
+
+    def rows_in_use(self) -> int:
+        figures = self.query_one("#run-pm-calls", Static)
+        return super().rows_in_use() + (figures.outer_size.height if figures.display else 0)
+
+    def take_rows(self, rows: int) -> None:
+        wanted = self.rows_wanted()
+        shown = wanted > 0 and rows >= wanted + PM_CALLS_AFTER_CHART_ROWS
+        super().take_rows(rows - wanted if shown else rows)
+        self.extra_rows = rows
+        self.query_one("#run-pm-calls", Static).display = shown
+
+    def on_resize(self) -> None:
+        self._draw_pm()
+
+    def _draw_pm(self) -> None:
+        """The PM strip at the pane's width (before the pane has one, on_resize draws it)."""
+        width = self.content_region.width
+        if width <= 0:
+            return
+        pm, kind = self._pm
+        strip = self.query_one("#run-pm", Static)
+        lines = pm_strip_lines(pm, kind, width)
+        strip.display = bool(lines)
+        if lines:
+            show_text(strip, Text("\n".join(lines), no_wrap=True, overflow="ellipsis"))
+        self._pm_calls = tuple(pm_calls_lines(pm, kind, width))
+        figures = self.query_one("#run-pm-calls", Static)
+        if self._pm_calls:
+            show_text(figures, Text("\n".join(self._pm_calls), no_wrap=True, overflow="ellipsis"))
+        elif figures.display:  # none now (a new run): its rows go back to the chart
+            self.take_rows(self.extra_rows)
 
     def show(self, snapshot: RunSnapshot) -> None:
         table = Table.grid(padding=(0, 1), pad_edge=False)
@@ -166,6 +220,8 @@ class RunPane(BoxPane):
                 self._baseline_at, self._baseline_of = now, baseline
             text += "\n" + self._baseline_text
         show_text(self.query_one("#run-calls", Static), text)
+        self._pm = (snapshot.pm_sampling, snapshot.device.kind if snapshot.device is not None else None)
+        self._draw_pm()
         sparkline = self.query_one("#run-sparkline", Sparkline)
         now = time.monotonic()
         every_s = SPARKLINE_ROW_PAIR_S * (max(2, sparkline.size.height) / 2 - 1)

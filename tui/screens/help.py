@@ -25,6 +25,7 @@ KEYS = (
     ("space", "pause / resume the calls"),
     ("p, P", "profile now (P: a full pass, every record at any cost)"),
     ("n", "counters: hardware counters per kernel (ncu, CUDA)"),
+    ("g", "GPU counters live: the Run pane's strip off / on (CUDA)"),
     ("t", "timeline: where the median profiled call's time goes"),
     ("c", "RenderDoc capture of the next call (Vulkan)"),
     ("o, enter", "capture: o opens it in qrenderdoc, enter its dispatches"),

@@ -200,6 +200,9 @@ class AttachSource:
     def request_counters(self) -> str | None:
         return self._reason("counters")
 
+    def request_pm_sampling(self, on: bool) -> str | None:
+        return self._reason("pm_sampling", on=on)
+
     def refusal(self, action: str = "") -> str | None:
         if action in ("pause", "export"):  # they go to the run over its control channel
             return None

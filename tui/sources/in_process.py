@@ -163,6 +163,11 @@ class EngineBridge:
             return "nothing to measure while idle"
         return self._session.request_counters()
 
+    def request_pm_sampling(self, on: bool) -> str | None:
+        if self._session is None:
+            return "nothing to sample while idle"
+        return self._session.request_pm_sampling(on)
+
     def runnable_devices(self) -> list[DeviceInfo]:
         return [row for row in list_devices(IREE_BACKENDS) if row.runnable]
 

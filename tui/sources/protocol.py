@@ -59,6 +59,9 @@ class SnapshotSource(Protocol):
     def request_counters(self) -> str | None:
         """Ask for a counters pass (Nsight Compute, beside the run); returns why not, or None."""
 
+    def request_pm_sampling(self, on: bool) -> str | None:
+        """Turn the GPU's own counters, sampled live (CUPTI PM sampling), `on` or off; returns why not, or None."""
+
     def abandon(self, exit_code: int) -> None:
         """A second signal: write the run's record as interrupted now; the process leaves right after."""
 

@@ -71,6 +71,9 @@ class ReplaySource:
     def request_counters(self) -> str | None:
         return RECORDED
 
+    def request_pm_sampling(self, on: bool) -> str | None:
+        return RECORDED
+
     def refusal(self, action: str = "") -> str | None:
         return RECORDED
 

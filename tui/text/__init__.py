@@ -12,6 +12,7 @@ thing said:
 - `layers`: kernels in the model's words: the `from` cell, a kernel's source ops, time by layer.
 - `counters`: the counters pass's part of it.
 - `parameters`: a parameters load's progress line and its stages.
+- `pm_strip`: the GPU's own counters sampled live (CUPTI PM sampling), the Run pane's strip of them.
 - `affinity`, `capture`, `tables`: `gputop affinity`, `capture-info`, `devices` and `sessions`.
 - `farewell`: the TUI's last line on the terminal.
 """
@@ -24,6 +25,7 @@ from gputop.tui.text.counters import COUNTER_COLUMNS, counters_lines
 from gputop.tui.text.farewell import Farewell, farewell
 from gputop.tui.text.kernels import BREAKDOWN_ROWS, KERNEL_NUMBERS, breakdown_table, kernel_table, overhead_lines
 from gputop.tui.text.parameters import parameter_stages_line, parameters_progress
+from gputop.tui.text.pm_strip import pm_calls_lines, pm_strip_lines
 from gputop.tui.text.report import PHASES, SECTIONS, run_report
 from gputop.tui.text.tables import cut_middle, devices_table, sessions_table
 
@@ -48,6 +50,8 @@ __all__ = [
     "overhead_lines",
     "parameter_stages_line",
     "parameters_progress",
+    "pm_calls_lines",
+    "pm_strip_lines",
     "replay_line",
     "run_report",
     "sessions_table",

@@ -114,6 +114,41 @@ def clocks_lines(report: Report) -> list[str]:
     return call_clocks_lines(report["calls"].get("clocks"), (report.get("device") or {}).get("kind"))
 
 
+def pm_sampling_lines(report: Report) -> list[str]:
+    """The GPU's own counters over the calls (CUPTI PM sampling): each metric's p50 and p95 of the calls' own
+    averages, or why they were not sampled (only on a GPU: a CPU run's reason is no news)."""
+    pm = report.get("pm_sampling")
+    if not pm:
+        return []
+    if not pm.get("calls"):
+        kind = (report.get("device") or {}).get("kind")
+        return [f"pm        none: {pm.get('reason')}"] if kind == "gpu" and pm.get("reason") else []
+    roles, units = pm.get("roles") or {}, pm.get("units") or {}
+
+    def figures(which: str) -> str:
+        parts = []
+        for metric, values in pm["calls"].items():
+            label = PM_LABELS.get(roles.get(metric, ""), metric.split(".", 1)[0])
+            value = values[which]
+            parts.append(f"{label} {value:.0f} MHz" if units.get(metric) == "MHz" else f"{label} {value:.1f}%")
+        return "  ".join(parts)
+
+    lines = [
+        f"pm        p50 {figures('p50')}",
+        f"          p95 {figures('p95')}",
+        f"          over {pm.get('calls_aligned', 0)} calls, {pm.get('samples', 0)} samples at "
+        f"{pm.get('interval_ms'):g} ms ({pm.get('source')})",
+    ]
+    if pm.get("reason"):
+        lines.append(f"          {pm['reason']}")
+    if pm.get("overflow"):
+        lines.append("          the hardware buffer overflowed: some samples were lost")
+    return lines
+
+
+PM_LABELS = {"sm": "SM", "tensor": "tensor", "dram": "DRAM", "clock": "clock"}
+
+
 def neighbours_during_run(report: Report) -> list[str]:
     """Who else used the host and the GPU while the run called."""
     return neighbours_lines(report.get("neighbours"))
@@ -237,6 +272,7 @@ SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
     parameters_lines,
     calls_lines,
     clocks_lines,
+    pm_sampling_lines,
     neighbours_during_run,
     enqueue_lines,
     stages_lines,

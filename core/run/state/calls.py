@@ -57,8 +57,8 @@ class CallsState:
         if self.enqueue_timer is None:
             self.enqueue_timer = CallTimer()
 
-    def add(self, seconds: float, enqueue_s: float | None = None) -> None:
-        self.timer.add(seconds)
+    def add(self, seconds: float, enqueue_s: float | None = None, ended_at: float | None = None) -> None:
+        self.timer.add(seconds, ended_at=ended_at)
         if enqueue_s is not None and self.enqueue_timer is not None:
             self.enqueue_timer.add(enqueue_s)
 

@@ -38,6 +38,7 @@ from gputop.core.run.state.module import ModuleState
 from gputop.core.run.state.neighbours import NeighboursState
 from gputop.core.run.state.outcome import OutcomeState, RunOutcome, check_lines, compile_record
 from gputop.core.run.state.parameters import ParametersState
+from gputop.core.run.state.pm import PmState
 from gputop.core.run.state.profile import ProfileState
 from gputop.core.run.state.program import ProgramState
 from gputop.core.snapshot import (
@@ -98,6 +99,7 @@ class RunState:
         self._parameters = ParametersState()
         self._neighbours = NeighboursState()
         self._clocks = ClocksState()
+        self._pm = PmState()
         self._calls.clock_readings = self._clock_readings  # each group of calls gets the clock it ran at
         self._outcome = OutcomeState()
         self._program = ProgramState()
@@ -351,10 +353,11 @@ class RunState:
         with self._lock:
             self._calls.time_enqueues()
 
-    def add_call(self, seconds: float, *, enqueue_s: float | None = None) -> None:
-        """One synced call's wall time (and, with `time_enqueues`, when its enqueues returned)."""
+    def add_call(self, seconds: float, *, enqueue_s: float | None = None, ended_at: float | None = None) -> None:
+        """One synced call's wall time (and, with `time_enqueues`, when its enqueues returned), ended at
+        `ended_at` (perf_counter seconds; now when not given)."""
         with self._lock:
-            self._calls.add(seconds, enqueue_s)
+            self._calls.add(seconds, enqueue_s, ended_at)
 
     def set_dispatch_samples(self, samples: dict[str, Any] | None) -> None:
         """The per-dispatch times of the profile passes so far (`compare.samples.dispatch_samples`)."""
@@ -430,6 +433,41 @@ class RunState:
             self.event("warning", f"clocks: {warning}")
         self.publish()
 
+    # -- the PM sampling strip (profiling.pm_watch's thread, and the engine) -------------------
+    def pm_ready(self, info: dict[str, Any]) -> None:
+        """PM sampling has started (or started again after a pause) with these metrics."""
+        with self._lock:
+            again = self._pm.state == "paused"
+            self._pm.ready(info, time.perf_counter())
+        if again:
+            self.event("info", "pm sampling: on again")
+        self.publish(force=True)
+
+    def pm_samples(self, rows: np.ndarray, overflow: bool, decode_s: float) -> None:
+        """Decoded samples: kept for the strip, and the calls they now cover get their own averages."""
+        with self._lock:
+            self._pm.add(rows, overflow, decode_s)
+            first, starts, ends = self._calls.timer.windows_from(self._pm.aligned_through)
+            if first > self._pm.aligned_through:  # calls the window no longer holds: passed over
+                self._pm.aligned_through = first
+            self._pm.align(first, starts, ends)
+        self.publish()
+
+    def pm_not_sampling(self, state: str, reason: str) -> None:
+        """PM sampling is not running: `state` (refused, paused, off, ended) and why; a change goes to the log."""
+        with self._lock:
+            changed = (self._pm.state, self._pm.reason) != (state, reason)
+            self._pm.set_reason(state, reason)
+            device = self._devices.devices[0] if self._devices.devices else None
+        # The key's own viewer says "PM sampling off": the log keeps refusals and pauses, which no key asked for.
+        if changed and state in ("refused", "paused") and device is not None and device.kind == "gpu":
+            self.event("warning" if state == "refused" else "info", f"pm sampling: {reason}")
+        self.publish(force=True)
+
+    def pm_state(self) -> tuple[str, str | None]:
+        with self._lock:
+            return self._pm.state, self._pm.reason
+
     def set_call_neighbours(self, neighbours: Neighbours) -> None:
         """Who else used the GPU and the host over the run's calls: the report's `neighbours`."""
         with self._lock:
@@ -503,6 +541,7 @@ class RunState:
             **self._parameters.fields(),
             **self._neighbours.fields(),
             **self._clocks.fields(),
+            **self._pm.fields(time.perf_counter()),
             **self._program.fields(),
             **self._outcome.fields(),
         )
