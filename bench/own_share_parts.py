@@ -7,8 +7,11 @@ idle (`sample_interval_s` 60 s: one sample at the start), each with Python's gar
 all against the tool, so what the watchers and the collector cost the tail is measured apart from the harnesses'
 difference.
 
+With --bare a third side joins each round: the same calls from a bare Python loop (iree.runtime alone, no
+thread beside it), the floor under any Python harness of IREE's bindings.
+
 Usage: python bench/own_share_parts.py --vmfb M.vmfb --device cuda --function F --input @x.npy
-           [--iterations 2000] [--rounds 5] [--json out.json]
+           [--iterations 2000] [--rounds 5] [--variants NAME,...] [--bare] [--json out.json]
 """
 
 from __future__ import annotations
@@ -37,6 +40,40 @@ VARIANTS = {
 }
 
 
+def bare_loop_p50(vmfb: str, device: str, function: str, inputs: list[str], iterations: int) -> dict[str, Any]:
+    """The same calls from a bare Python loop: iree.runtime alone, no gputop and no thread beside it, each call
+    made as gputop's steady call makes it (`context.invoke` with the packed inputs, results released) and timed
+    as it times it. What any Python harness of IREE's bindings pays over the tool, the floor under gputop."""
+    import time
+
+    import iree.runtime as rt
+    import numpy as np
+
+    dev = rt.get_device(device)
+    config = rt.Config(device=dev)
+    context = rt.SystemContext(config=config)
+    module = rt.VmModule.mmap(config.vm_instance, vmfb)
+    context.add_vm_module(module)
+    vm_function = module.lookup_function(function)
+    arrays = [rt.asdevicearray(dev, np.load(path.lstrip("@"))) for path in inputs]
+    args = rt.VmVariantList(len(arrays))
+    for array in arrays:
+        args.push_ref(array._buffer_view)
+    vm_context = context.vm_context
+
+    def call() -> float:
+        started = time.perf_counter()
+        results = rt.VmVariantList(1)  # a capacity: the list grows to the results
+        vm_context.invoke(vm_function, args, results)
+        del results
+        return time.perf_counter() - started
+
+    for _ in range(20):
+        call()
+    times = np.array([call() for _ in range(iterations)]) * 1e3
+    return {"count": len(times), "p50_ms": float(np.median(times)), "p95_ms": float(np.percentile(times, 95))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vmfb", required=True)
@@ -47,10 +84,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--variants", help="comma-separated names of VARIANTS to run (default: all)")
+    parser.add_argument("--bare", action="store_true", help="also the same calls from a bare Python loop")
     args = parser.parse_args()
     tune_interpreter_for_calls()  # as `gputop run` does
     variants = {name: VARIANTS[name] for name in args.variants.split(",")} if args.variants else VARIANTS
-    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in (*variants, "iree-benchmark-module")}
+    names = (*variants, *(("bare Python loop",) if args.bare else ()), "iree-benchmark-module")
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for _ in range(args.rounds):
         for name, (interval, collector) in variants.items():
             if collector == "off":
@@ -64,6 +103,10 @@ def main() -> None:
             gc.enable()
             result.pop("inputs", None)
             rounds[name].append(result)
+        if args.bare:
+            rounds["bare Python loop"].append(
+                bare_loop_p50(args.vmfb, args.device, args.function, list(args.input), args.iterations)
+            )
         # The same module, function and input files (`@x.npy`, as gputop took them).
         rounds["iree-benchmark-module"].append(
             benchmark_tool_p50(args.vmfb, args.device, args.function, list(args.input), args.iterations)

@@ -37,6 +37,9 @@ from gputop.core.watch.memory import MemorySampler
 
 __all__ = ["IreeFlow", "check_outputs", "save_inputs"]
 
+CALL_BATCH_S = 0.02  # calls made back to back before their times go to the state and the controls are looked at
+CALL_BATCH_MAX = 10000  # calls in one batch of an open-ended run (a 2 us call would take 20 ms)
+
 COUNTERS_STOP_S = 15.0  # how long a closing flow waits for its counters pass to see the stop
 
 
@@ -249,10 +252,30 @@ class IreeFlow:
             self._ctx.state.event("warning", fallback)
 
     def calls(self, limit: int) -> int:
-        started = time.perf_counter()
-        self.runner.steady_call()
-        self._ctx.state.add_call(time.perf_counter() - started)
-        return 1
+        """Calls back to back for up to CALL_BATCH_S (and `limit` calls in a counted run), then their times.
+
+        Between two calls only a clock read and an append run, as between the tool's: handing each call to
+        the state (its lock, the timer's ring and histogram) between calls put 1.5% on a 0.36 ms call on an
+        H200 over a bare loop of the same calls (bench/own_share_parts.py --bare). The call loop still looks
+        at its controls (stop, pause, a pass) every CALL_BATCH_S.
+        """
+        cap = limit if self._ctx.config.iterations is not None else CALL_BATCH_MAX
+        steady, clock = self.runner.steady_call, time.perf_counter
+        walls: list[float] = []
+        ends: list[float] = []
+        first = clock()
+        try:
+            while len(walls) < cap:
+                started = clock()
+                steady()
+                ended = clock()
+                walls.append(ended - started)
+                ends.append(ended)
+                if ended - first >= CALL_BATCH_S:
+                    break
+        finally:  # a call that failed ends the run: the calls before it still count
+            self._ctx.state.add_calls(walls, ends)
+        return len(walls)
 
     def profile(self, calls: int, level: str = "default") -> None:
         runner = self.runner

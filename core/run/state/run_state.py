@@ -359,6 +359,12 @@ class RunState:
         with self._lock:
             self._calls.add(seconds, enqueue_s, ended_at)
 
+    def add_calls(self, seconds: list[float], ended_at: list[float]) -> None:
+        """Synced calls made back to back: each one's wall time and when it ended (perf_counter seconds)."""
+        with self._lock:
+            for wall, end in zip(seconds, ended_at, strict=True):
+                self._calls.add(wall, None, end)
+
     def set_dispatch_samples(self, samples: dict[str, Any] | None) -> None:
         """The per-dispatch times of the profile passes so far (`compare.samples.dispatch_samples`)."""
         with self._lock:
