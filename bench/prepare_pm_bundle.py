@@ -22,24 +22,23 @@ from gputop.core.module.targets import CUDA_FLAGS
 from gputop.core.profiling.work import module_work, work_file_for
 
 N = 4096
-SOURCE = f"""
-func.func @mm_f32(%a: tensor<{N}x{N}xf32>, %b: tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32> {{
+
+
+def matmul(name: str, operand: str) -> str:
+    """`name`: an NxN by NxN matmul of `operand` elements accumulated into f32."""
+    t, out = f"tensor<{N}x{N}x{operand}>", f"tensor<{N}x{N}xf32>"
+    return f"""func.func @{name}(%a: {t}, %b: {t}) -> {out} {{
   %zero = arith.constant 0.0 : f32
-  %empty = tensor.empty() : tensor<{N}x{N}xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%empty : tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32>
-  %out = linalg.matmul ins(%a, %b : tensor<{N}x{N}xf32>, tensor<{N}x{N}xf32>)
-                      outs(%acc : tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32>
-  return %out : tensor<{N}x{N}xf32>
-}}
-func.func @mm_f16(%a: tensor<{N}x{N}xf16>, %b: tensor<{N}x{N}xf16>) -> tensor<{N}x{N}xf32> {{
-  %zero = arith.constant 0.0 : f32
-  %empty = tensor.empty() : tensor<{N}x{N}xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%empty : tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32>
-  %out = linalg.matmul ins(%a, %b : tensor<{N}x{N}xf16>, tensor<{N}x{N}xf16>)
-                      outs(%acc : tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32>
-  return %out : tensor<{N}x{N}xf32>
+  %empty = tensor.empty() : {out}
+  %acc = linalg.fill ins(%zero : f32) outs(%empty : {out}) -> {out}
+  %out = linalg.matmul ins(%a, %b : {t}, {t})
+                      outs(%acc : {out}) -> {out}
+  return %out : {out}
 }}
 """
+
+
+SOURCE = "\n" + matmul("mm_f32", "f32") + matmul("mm_f16", "f16")
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         verdict_line,
     )
     from gputop.core.compare.live import LiveBaseline
+    from gputop.core.compare.pm import pm_sampling_text
     from gputop.core.compare.text import comparison_json
     from gputop.core.errors import (
         EXIT_OK,
@@ -155,6 +156,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
         "verdict_line",
     ),
     "gputop.core.compare.live": ("LiveBaseline",),
+    "gputop.core.compare.pm": ("pm_sampling_text",),
     "gputop.core.compare.text": ("comparison_json",),
     "gputop.core.errors": (
         "EXIT_OK",

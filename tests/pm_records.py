@@ -60,10 +60,12 @@ def fed_state(name: str, tmp_path: Path, *, until_s: float | None = None) -> tup
     added = 0
     at = first + DECODE_S
     while at <= last + DECODE_S:
-        while added < len(calls) and calls[added, 1] <= at:  # the calls that ended by this decode
-            start, end = calls[added]
-            state.add_call(end - start, ended_at=end)
-            added += 1
+        ended = added
+        while ended < len(calls) and calls[ended, 1] <= at:  # the calls that ended by this decode
+            ended += 1
+        batch_calls = calls[added:ended]
+        state.add_calls((batch_calls[:, 1] - batch_calls[:, 0]).tolist(), batch_calls[:, 1].tolist())
+        added = ended
         batch = rows[(rows[:, 1] > at - DECODE_S) & (rows[:, 1] <= at)]
         state.pm_samples(batch, False, 0.002)
         at += DECODE_S

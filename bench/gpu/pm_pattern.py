@@ -67,7 +67,7 @@ def main() -> None:
         def drain() -> None:
             while not stop.wait(0.1):
                 inside.extend(sampler.drain()[0])
-            inside.extend(sampler.close())
+            inside.extend(sampler.close()[0])
 
         thread = threading.Thread(target=drain, daemon=True)
         thread.start()

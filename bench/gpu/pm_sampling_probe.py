@@ -24,7 +24,6 @@ import argparse
 import ctypes
 import importlib.util
 import os
-import re
 import subprocess
 import sys
 import time
@@ -71,15 +70,10 @@ def step(name: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
 
 
 def cupti_call(name: str, call: bool = True, **fields: Any) -> Any:
-    """cc.<snake_name>(p.ptr) on p = cc.<Name>Params with its STRUCT_SIZE and fields, held for the call's length."""
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-    p = getattr(cc, f"{name}Params")()
-    p.struct_size = getattr(cc, f"{snake.upper()}_PARAMS_STRUCT_SIZE")
-    for key, value in fields.items():
-        setattr(p, key, value)
-    if call:
-        getattr(cc, snake)(p.ptr)
-    return p
+    """The engine's own `pm_sampler.cupti_call` on `cupti.cupti` (imported in main)."""
+    from gputop.core.profiling.pm_sampler import cupti_call as engine_call
+
+    return engine_call(cc, name, call, **fields)
 
 
 def mapped_libs() -> list[str]:

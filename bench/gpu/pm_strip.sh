@@ -14,8 +14,7 @@
 #    and copy .device/layers/cnn_cuda.vmfb and cnn_x.npy (bench/prepare_layers_bundle.py) into .device/pm
 # 2. There: carry .whl .whl-cuda .whl-test .device/pm, then: bash bench/gpu/pm_strip.sh
 set -u
-STEPS=" ${PM_STEPS:-run session overhead test tui} "
-step() { [[ "$STEPS" == *" $1 "* ]]; }
+STEPS=${PM_STEPS:-run session overhead test tui}
 source bench/gpu/setup.sh > /dev/null
 results_folder pm_strip
 D=.device/pm

@@ -26,6 +26,8 @@ export GPUTOP_STATE_DIR=/tmp/gputop-state GPUTOP_CACHE_DIR=/tmp/gputop-cache
 # No C compiler there: the call marks (core/profiling/call_marks.c) come built from the CPU machine.
 [ -f .device/common/call_marks.so ] && export GPUTOP_CALL_MARKS_LIB=$PWD/.device/common/call_marks.so
 gputop() { python3 -m gputop.tui "$@"; }
+# A script's steps: `step NAME` is true when NAME is among the words of $STEPS (each script sets its default).
+step() { [[ " $STEPS " == *" $1 "* ]]; }
 # A script's results folder, $OUT/NAME (OUT_DIR), and its `log`: a timestamped line to the screen and to its log.txt.
 results_folder() { OUT_DIR="${OUT:-/tmp/out}/$1"; RESULTS_TAG=${2:-$1}; mkdir -p "$OUT_DIR"; }
 log() { echo "[$RESULTS_TAG $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }

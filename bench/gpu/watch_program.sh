@@ -10,8 +10,7 @@
 # Results: $OUT/watch_program/ (log.txt, *.json, the screenshots), packed by bench/gpu/pack.sh.
 # WATCH_STEPS picks steps (default: runs overhead tui test); WATCH_CALLS and WATCH_ROUNDS size the overhead rounds.
 set -u
-STEPS=" ${WATCH_STEPS:-runs overhead tui test} "
-step() { [[ "$STEPS" == *" $1 "* ]]; }
+STEPS=${WATCH_STEPS:-runs overhead tui test}
 source bench/gpu/setup.sh > /dev/null
 results_folder watch_program
 D=.device/watch

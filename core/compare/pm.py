@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gputop.core.records.pm import ROLE_LABELS
 from gputop.core.units import fixed, mhz, percent
 
-__all__ = ["ROLE_LABELS", "pm_clock_mhz", "pm_sampled", "pm_sampling_text", "short_reason"]
+__all__ = ["pm_clock_mhz", "pm_sampled", "pm_sampling_text", "short_reason"]
 
-ROLE_LABELS = {"sm": "SM", "tensor": "tensor", "dram": "DRAM", "clock": "clock"}
 REASON_CHARS = 90  # a side's reason in the row: its first clause, at most this long
 
 
@@ -38,9 +38,10 @@ def _value_text(value: Any, unit: str) -> str:
     return f"{fixed(value)} {unit}".rstrip()
 
 
-def pm_sampling_text(block: Any) -> str | None:
-    """`SM 4.8% tensor 0.0% DRAM 0.9% clock 1995 MHz`: each metric's median over the calls, in the block's order;
-    `not sampled: why` for a side that did not sample; None where the report has no block (an older gputop)."""
+def pm_sampling_text(block: Any, which: str = "p50", sep: str = " ") -> str | None:
+    """`SM 4.8% tensor 0.0% DRAM 0.9% clock 1995 MHz`: each metric's median (`which`: or p95) over the calls, in
+    the block's order, `sep` between them; `not sampled: why` for a side that did not sample; None where the
+    report has no block (an older gputop). `gputop run`'s printout says its pm lines with it too."""
     if not isinstance(block, Mapping):
         return None
     if not pm_sampled(block):
@@ -53,8 +54,8 @@ def pm_sampling_text(block: Any) -> str | None:
             continue
         role = roles.get(metric)
         label = ROLE_LABELS.get(role, role) if role else metric.split(".", 1)[0]
-        parts.append(f"{label} {_value_text(figures.get('p50'), units.get(metric, '%'))}")
-    return " ".join(parts)
+        parts.append(f"{label} {_value_text(figures.get(which), units.get(metric, '%'))}")
+    return sep.join(parts)
 
 
 def short_reason(reason: Any) -> str:

@@ -40,6 +40,7 @@ __all__ = [
     "Refusal",
     "Sampler",
     "cuda_ordinal",
+    "cupti_call",
     "cupti_version",
     "library_folder",
     "load_libraries",
@@ -153,6 +154,19 @@ def cuda_ordinal(uuid: str | None) -> tuple[int, str]:
     raise Refusal("driver", f"PM sampling: CUDA sees no GPU with UUID {uuid} ({count.value} GPUs)")
 
 
+def cupti_call(cc: Any, name: str, call: bool = True, **fields: Any) -> Any:
+    """cc.<snake_name>(p.ptr) on p = cc.<Name>Params with its struct size and `fields` (cc: `cupti.cupti`); p is
+    returned, so its outputs can be read and what it points to is held as long as the caller holds it."""
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    p = getattr(cc, f"{name}Params")()
+    p.struct_size = getattr(cc, f"{snake.upper()}_PARAMS_STRUCT_SIZE")
+    for key, value in fields.items():
+        setattr(p, key, value)
+    if call:
+        getattr(cc, snake)(p.ptr)
+    return p
+
+
 def cupti_version() -> str:
     value = ctypes.c_uint32()
     for line in Path("/proc/self/maps").read_text().splitlines():
@@ -189,16 +203,7 @@ class Sampler:
 
     # -- CUPTI calls ----------------------------------------------------------------
     def _call(self, name: str, call: bool = True, **fields: Any) -> Any:
-        """cc.<snake>(p.ptr) on p = cc.<Name>Params with its struct size and `fields`."""
-        cc = self.cc
-        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-        p = getattr(cc, f"{name}Params")()
-        p.struct_size = getattr(cc, f"{snake.upper()}_PARAMS_STRUCT_SIZE")
-        for key, value in fields.items():
-            setattr(p, key, value)
-        if call:
-            getattr(cc, snake)(p.ptr)
-        return p
+        return cupti_call(self.cc, name, call, **fields)
 
     def _refusal(self, exc: Exception, doing: str) -> Refusal:
         """A CUPTI error as the strip's one-line refusal."""
@@ -399,18 +404,16 @@ class Sampler:
             if not full:
                 return rows, overflow
 
-    def close(self) -> list[list[float]]:
-        """Stop, the last decode, disable: the counters are free for another profiler after this."""
-        rows: list[list[float]] = []
+    def close(self) -> tuple[list[list[float]], bool]:
+        """Stop, the last decode (as `drain` gives it), disable: the counters are free for another profiler after."""
         if self.obj is None:
-            return rows
+            return [], False
         try:
             self._call("PmSamplingStop", p_pm_sampling_object=self.obj)
-            rows, _ = self.drain()
+            return self.drain()
         finally:
             self._call("PmSamplingDisable", p_pm_sampling_object=self.obj)
             self.obj = None
-        return rows
 
 
 def _role_of(metric: str) -> str:

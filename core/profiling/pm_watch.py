@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -160,10 +161,10 @@ class PmWatch:
         ended = "the run's calls are over" if ever else "the run's calls ended before PM sampling had started"
         self.listener.pm_not_sampling("ended", ended)
 
-    def _deliver(self, sampler: Any, decode: Any) -> None:
+    def _deliver(self, sampler: Any, decode: Callable[[], tuple[list[list[float]], bool]]) -> None:
+        """`decode` (the sampler's drain or close) timed, and its samples handed to the listener."""
         started = time.thread_time()  # this thread's CPU time: its wall time also counts waits for the GIL
-        got = decode()
-        rows, overflow = got if isinstance(got, tuple) else (got, False)
+        rows, overflow = decode()
         spent = time.thread_time() - started
         width = 2 + len(sampler.metrics)
         self.listener.pm_samples(np.asarray(rows, dtype=np.float64).reshape(-1, width), overflow, spent)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PmCallFigures", "PmMetric", "PmSampling"]
+__all__ = ["ROLE_LABELS", "PmCallFigures", "PmMetric", "PmSampling"]
+
+ROLE_LABELS = {"sm": "SM", "tensor": "tensor", "dram": "DRAM", "clock": "clock"}  # what the strip calls each role
 
 
 @dataclass(frozen=True)

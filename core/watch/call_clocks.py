@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from gputop.core.records.clocks import CallClocks, ClockReading
 from gputop.core.watch.clocks import THROTTLE_REASONS, GpuClock
@@ -31,6 +32,7 @@ __all__ = [
     "ClockSample",
     "ClockTally",
     "call_clocks_warning",
+    "counted_quantile",
     "samples_between",
     "summarize_samples",
 ]
@@ -222,13 +224,20 @@ def _remedy(reason: str, top: int, temperature_c: int | None) -> str:
 def _spread(counts: Counter[int]) -> tuple[int, int, int]:
     """Min, median (the lower middle: a value that was read) and max of counted values."""
     values = sorted(counts)
-    middle = (sum(counts.values()) + 1) // 2
+    return values[0], counted_quantile(counts, 0.5), values[-1]
+
+
+def counted_quantile(counts: Counter[Any], q: float) -> Any:
+    """The `q` quantile of values counted by value: the smallest value with at least `q` of the count at or
+    under it (the lower middle for 0.5: a value that was seen). A tally of a run of days stays exact this way."""
+    values = sorted(counts)
+    total = sum(counts.values())
     seen = 0
     for value in values:
         seen += counts[value]
-        if seen >= middle:
-            return values[0], value, values[-1]
-    return values[0], values[-1], values[-1]
+        if seen >= q * total:
+            return value
+    return values[-1]
 
 
 def _pstate_number(pstate: str) -> int:

@@ -24,6 +24,7 @@ from gputop.tui.bridge import (
     ms,
     ms_fixed,
     neighbours_lines,
+    pm_sampling_text,
     seconds,
     unchecked_outputs,
     weight_bytes,
@@ -123,19 +124,9 @@ def pm_sampling_lines(report: Report) -> list[str]:
     if not pm.get("calls"):
         kind = (report.get("device") or {}).get("kind")
         return [f"pm        none: {pm.get('reason')}"] if kind == "gpu" and pm.get("reason") else []
-    roles, units = pm.get("roles") or {}, pm.get("units") or {}
-
-    def figures(which: str) -> str:
-        parts = []
-        for metric, values in pm["calls"].items():
-            label = PM_LABELS.get(roles.get(metric, ""), metric.split(".", 1)[0])
-            value = values[which]
-            parts.append(f"{label} {value:.0f} MHz" if units.get(metric) == "MHz" else f"{label} {value:.1f}%")
-        return "  ".join(parts)
-
     lines = [
-        f"pm        p50 {figures('p50')}",
-        f"          p95 {figures('p95')}",
+        f"pm        p50 {pm_sampling_text(pm, 'p50', '  ')}",
+        f"          p95 {pm_sampling_text(pm, 'p95', '  ')}",
         f"          over {pm.get('calls_aligned', 0)} calls, {pm.get('samples', 0)} samples at "
         f"{pm.get('interval_ms'):g} ms ({pm.get('source')})",
     ]
@@ -144,9 +135,6 @@ def pm_sampling_lines(report: Report) -> list[str]:
     if pm.get("overflow"):
         lines.append("          the hardware buffer overflowed: some samples were lost")
     return lines
-
-
-PM_LABELS = {"sm": "SM", "tensor": "tensor", "dram": "DRAM", "clock": "clock"}
 
 
 def neighbours_during_run(report: Report) -> list[str]:

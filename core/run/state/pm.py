@@ -21,7 +21,8 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from gputop.core.records.pm import PmCallFigures, PmMetric, PmSampling
+from gputop.core.records.pm import ROLE_LABELS, PmCallFigures, PmMetric, PmSampling
+from gputop.core.watch.call_clocks import counted_quantile
 
 __all__ = [
     "BIN_S",
@@ -38,7 +39,7 @@ HISTORY = 30000  # samples kept: 30 s at a 1 ms interval, 5 minutes at the defau
 STRIP_S = 15.0  # the strip's span
 BIN_S = 0.25  # one strip point: the samples' mean over this long
 NEWEST_S = 0.2  # the newest value: the mean of the samples ending in this last stretch (one decode's worth)
-LABELS = {"sm": ("SM", "%"), "tensor": ("tensor", "%"), "dram": ("DRAM", "%"), "clock": ("clock", "MHz")}
+LABELS = {role: (label, "MHz" if role == "clock" else "%") for role, label in ROLE_LABELS.items()}
 STEP = {"%": 0.01, "MHz": 1.0}  # the tally's resolution in each unit
 
 
@@ -185,7 +186,10 @@ class PmState:
         last = int(np.nonzero(ready)[0][-1])  # calls end in order: those after the last ready one wait
         starts, ends = starts[: last + 1], ends[: last + 1]
         covered_from = starts >= kept[0, 0]
-        means, covered = window_means(kept, starts, ends)
+        # Only the samples that end after the first of these calls began can overlap them: the means over the
+        # rest of the history (minutes of it) would be summed for nothing on every decode.
+        near = kept[np.searchsorted(kept[:, 1], starts.min(), side="left") :]
+        means, covered = window_means(near, starts, ends)
         whole = covered_from & (covered > 0)
         for i, metric in enumerate(self.metrics):
             step = STEP.get(metric.unit, 0.01)
@@ -200,7 +204,8 @@ class PmState:
         figures = []
         for metric, tally in zip(self.metrics, self.tallies, strict=False):
             if tally:
-                figures.append(PmCallFigures(metric.name, _quantile(tally, 0.5), _quantile(tally, 0.95)))
+                p50, p95 = counted_quantile(tally, 0.5), counted_quantile(tally, 0.95)
+                figures.append(PmCallFigures(metric.name, float(p50), float(p95)))
         return tuple(figures)
 
     def strip(self) -> tuple[tuple[float | None, ...], tuple[tuple[float, ...], ...]]:
@@ -249,15 +254,3 @@ class PmState:
                 decode_ms_per_s=round(self.decode_s * 1e3 / elapsed, 2) if elapsed > 1.0 else None,
             )
         )
-
-
-def _quantile(tally: Counter[float], q: float) -> float:
-    """The `q` quantile of counted values: the smallest value with at least `q` of the count at or under it."""
-    values = sorted(tally)
-    total = sum(tally.values())
-    seen = 0
-    for value in values:
-        seen += tally[value]
-        if seen >= q * total:
-            return float(value)
-    return float(values[-1])

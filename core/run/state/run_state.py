@@ -353,11 +353,10 @@ class RunState:
         with self._lock:
             self._calls.time_enqueues()
 
-    def add_call(self, seconds: float, *, enqueue_s: float | None = None, ended_at: float | None = None) -> None:
-        """One synced call's wall time (and, with `time_enqueues`, when its enqueues returned), ended at
-        `ended_at` (perf_counter seconds; now when not given)."""
+    def add_call(self, seconds: float, *, enqueue_s: float | None = None) -> None:
+        """One synced call's wall time (and, with `time_enqueues`, when its enqueues returned)."""
         with self._lock:
-            self._calls.add(seconds, enqueue_s, ended_at)
+            self._calls.add(seconds, enqueue_s)
 
     def add_calls(self, seconds: list[float], ended_at: list[float]) -> None:
         """Synced calls made back to back: each one's wall time and when it ended (perf_counter seconds)."""
