@@ -27,11 +27,21 @@ import numpy as np
 from gputop.core.call_modes import ClockReadings, find_modes, modes_with_clocks
 from gputop.core.snapshot import CALL_BUCKETS_MS, CallMode, CallStats
 
-__all__ = ["MODES_EVERY_S", "RATE_WINDOW_S", "RECENT", "RESERVOIR", "WINDOW", "CallTimer", "rate_window"]
+__all__ = [
+    "CALL_MS_DECIMALS",
+    "MODES_EVERY_S",
+    "RATE_WINDOW_S",
+    "RECENT",
+    "RESERVOIR",
+    "WINDOW",
+    "CallTimer",
+    "rate_window",
+]
 
 WINDOW = 10_000
 RECENT = 120
 RESERVOIR = 20_000  # call times kept for comparisons: a uniform sample of the whole run
+CALL_MS_DECIMALS = 5  # the record's resolution of a call time in ms (calls.json): 10 ns
 RATE_WINDOW_S = 5.0  # calls/s is counted over the calls that ended this long ago at most
 MODES_EVERY_S = 1.0  # the window's groups are looked for again at most this often (unless asked exactly)
 
@@ -156,7 +166,9 @@ class CallTimer:
         readings (`clock_readings`) cover its calls; found again at most every MODES_EVERY_S unless `exact`."""
         stamp = time.perf_counter()
         if self._count != self._modes_count and (exact or stamp - self._modes_at >= MODES_EVERY_S):
-            values = self._recent(WINDOW)
+            # At the record's resolution (calls.json keeps 10 ns): groups found again from the record are the
+            # same to the last digit, where rounding the times twice (to 5 places, then 4) could move one.
+            values = np.round(self._recent(WINDOW), CALL_MS_DECIMALS)
             self._modes = modes_with_clocks(
                 find_modes(values), values, self._recent(WINDOW, self._window_ends), clock_readings
             )

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.call_times import RESERVOIR
+from gputop.core.call_times import CALL_MS_DECIMALS, RESERVOIR
 
 __all__ = ["CALLS_FILE", "DISPATCH_CAP", "SAMPLES_FORMAT", "call_samples", "dispatch_samples", "samples_block"]
 
@@ -32,7 +32,7 @@ def call_samples(kept_ms: np.ndarray, count: int) -> dict[str, Any]:
         "kept": len(kept_ms),
         "reservoir": RESERVOIR,
         "uniform": count > len(kept_ms),  # a uniform sample of the run, not every call
-        "ms": [round(float(v), 5) for v in kept_ms],
+        "ms": [round(float(v), CALL_MS_DECIMALS) for v in kept_ms],
     }
 
 
