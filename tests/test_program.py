@@ -193,12 +193,21 @@ def test_run_options_that_need_a_target_are_refused_with_a_program() -> None:
     ]
 
 
-def test_a_command_that_does_not_exist_is_one_line_and_exit_2() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gputop.tui", "run", "--", "no-such-program-here"], capture_output=True, text=True
-    )
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == "gputop: error: no-such-program-here: command not found"
+@pytest.mark.parametrize("face", [["run"], ["serve", "--quiet"], []])
+def test_a_command_that_does_not_exist_is_127_and_leaves_no_session(face: list[str], tmp_path: Path) -> None:
+    """A typo'd command answers as a shell does (127: not found; 126: not executable), and nothing is left."""
+    env = {**os.environ, "GPUTOP_STATE_DIR": str(tmp_path / "state")}
+    gputop = [sys.executable, "-m", "gputop.tui", *face]
+    proc = subprocess.run([*gputop, "--", "pyhton", "app.py"], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 127
+    assert proc.stderr.strip() == "gputop: error: pyhton: command not found"
+    not_executable = tmp_path / "app.py"
+    not_executable.write_text("print('hi')\n")
+    proc = subprocess.run([*gputop, "--", str(not_executable)], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 126
+    assert proc.stderr.strip() == f"gputop: error: {not_executable}: Permission denied"
+    sessions = tmp_path / "state" / "sessions"
+    assert not sessions.exists() or not any(sessions.iterdir())
 
 
 def test_ctrl_c_reaches_the_program_and_its_code_is_gputops(

@@ -23,7 +23,8 @@ from typing import Any
 from gputop.core.errors import EXIT_SIGINT
 from gputop.core.processes import signal_name
 from gputop.core.program.agent_link import AgentConnection, AgentListener
-from gputop.core.program.launch import AdoptedProgram, LaunchedProgram, exit_code_of
+from gputop.core.program.launch import AdoptedProgram, LaunchedProgram, exit_code_of, find_command
+from gputop.core.program.output import ProgramOutput
 from gputop.core.program.watched import WatchedProcess
 from gputop.core.run.state import Subscriber
 from gputop.core.snapshot import RunSnapshot
@@ -53,6 +54,8 @@ class ProgramHost:
         passes through to gputop's own stdout and stderr, unchanged (`gputop run`, `gputop serve`).
         `adopt_pid` and `listen_path`: a program already running that called `gputop.watch()`, whose watcher
         connects to `listen_path`; gputop starts nothing then."""
+        if adopt_pid is None:
+            find_command(command)  # before the session's folder: a typo leaves nothing behind
         self.command = list(command)
         self.owner_pid = owner_pid
         self._session_args: dict[str, Any] = {
@@ -66,14 +69,14 @@ class ProgramHost:
         self._lock = threading.Lock()
         self._attached_primary = False
         self._listener = AgentListener(self._on_connection, listen_path)
-        on_line = self._on_program_line if piped else None
-        log_path = self.primary.session_dir / "program.log" if piped else None
+        self.output = (
+            ProgramOutput(self.primary.session_dir / "program.log", self.primary.state.events) if piped else None
+        )
+        on_line = self.output.line if self.output is not None else None
         self.program: LaunchedProgram | AdoptedProgram = (
             AdoptedProgram(adopt_pid, command)
             if adopt_pid is not None
-            else LaunchedProgram(
-                command, self._listener.path, on_line=on_line, log_path=log_path, own_terminal=not piped
-            )
+            else LaunchedProgram(command, self._listener.path, on_line=on_line, own_terminal=not piped)
         )
         self._done = threading.Event()
         self._stop_code: int | None = None
@@ -105,6 +108,8 @@ class ProgramHost:
             self._listener.close()
             self.primary.parts.close_control()
             raise
+        if self.output is not None:
+            self.output.start()
         state = self.primary.state
         state.set_state("loading")
         started = "watching" if isinstance(self.program, AdoptedProgram) else "started"
@@ -188,10 +193,6 @@ class ProgramHost:
             f"(gputop attach {other.session_dir})",
         )
 
-    def _on_program_line(self, stream: str, text: str) -> None:
-        """The TUI's engine: the program's output as Log lines (all of it is in program.log)."""
-        self.primary.state.event("warning" if stream == "stderr" else "info", f"{stream}: {text[:500]}")
-
     def _wait_for_program(self) -> None:
         returncode = None
         while returncode is None:
@@ -199,6 +200,11 @@ class ProgramHost:
         exit_code = exit_code_of(returncode)
         signal = signal_name(returncode)
         self._listener.close()
+        if self.output is not None:  # its pipes are drained (wait joined the readers): the last lines, the log
+            self.output.close()
+            said = self.output.summary()
+            if said is not None:
+                self.primary.state.event("info", said)
         deadline = time.monotonic() + STRAGGLERS_S
         with self._lock:
             attached = self._attached_primary

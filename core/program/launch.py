@@ -30,16 +30,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gputop.core.errors import EXIT_USAGE, GputopError
+from gputop.core.errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_USAGE, GputopError
 from gputop.core.processes import pid_alive
 
 __all__ = [
     "INJECT_DIR",
     "SOCKET_ENV",
     "AdoptedProgram",
+    "CommandNotExecutable",
+    "CommandNotFound",
     "LaunchedProgram",
     "ProgramNotStarted",
     "exit_code_of",
+    "find_command",
     "program_env",
 ]
 
@@ -49,9 +52,45 @@ STOP_GRACE_S = 5.0  # after SIGINT, before SIGTERM; and again before SIGKILL
 
 
 class ProgramNotStarted(GputopError):
-    """The command could not be started at all (not found, not executable): a usage error."""
+    """The command could not be started at all: a usage error (no command), or a shell's 127 or 126."""
 
     exit_code = EXIT_USAGE
+
+
+class CommandNotFound(ProgramNotStarted):
+    """No such command: 127, as a shell says it."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+class CommandNotExecutable(ProgramNotStarted):
+    """The command is there but cannot be run (not executable, a folder): 126, as a shell says it."""
+
+    exit_code = EXIT_NOT_EXECUTABLE
+
+
+def find_command(command: list[str]) -> str:
+    """The executable `command` runs, checked before any session work (a typo leaves no session behind).
+
+    Raises:
+        ProgramNotStarted: no command at all (exit 2).
+        CommandNotFound: not on PATH, or no such file (127).
+        CommandNotExecutable: there, but not an executable file (126).
+    """
+    if not command:
+        raise ProgramNotStarted("no command after --: say what to run, e.g. gputop -- python app.py")
+    name = command[0]
+    if os.sep not in name:
+        found = shutil.which(name)
+        if found is None:
+            raise CommandNotFound(f"{name}: command not found")
+        return found
+    if not os.path.exists(name):
+        raise CommandNotFound(f"{name}: No such file or directory")
+    if os.path.isdir(name) or not os.access(name, os.X_OK):
+        why = "Is a directory" if os.path.isdir(name) else "Permission denied"
+        raise CommandNotExecutable(f"{name}: {why}")
+    return name
 
 
 def program_env(socket_path: Path, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -76,22 +115,18 @@ class LaunchedProgram:
         command: list[str],
         socket_path: Path,
         *,
-        on_line: Callable[[str, str], None] | None = None,
-        log_path: Path | None = None,
+        on_line: Callable[[str, bytes], None] | None = None,
         own_terminal: bool = True,
     ) -> None:
-        """`on_line(stream, text)` gets each line of its stdout/stderr (and `log_path` all of it); without it the
-        program writes to gputop's own stdout and stderr, unchanged. `own_terminal` False: a session of its own."""
-        if not command:
-            raise ProgramNotStarted("no command after --: say what to run, e.g. gputop -- python app.py")
+        """`on_line(stream, raw)` gets each line of its stdout/stderr as the pipe gave it; without it the program
+        writes to gputop's own stdout and stderr, unchanged. `own_terminal` False: a session of its own."""
+        find_command(command)
         self.command = list(command)
         self._socket_path = socket_path
         self._on_line = on_line
-        self._log_path = log_path
         self._own_terminal = own_terminal
         self._process: subprocess.Popen[bytes] | None = None
         self._readers: list[threading.Thread] = []
-        self._log_lock = threading.Lock()
         self.stopping_by: str | None = None  # why gputop ended it ("q", a signal), when it did
 
     @property
@@ -104,9 +139,7 @@ class LaunchedProgram:
         Raises:
             ProgramNotStarted: the command is not found or cannot be executed.
         """
-        executable = shutil.which(self.command[0]) if os.sep not in self.command[0] else self.command[0]
-        if executable is None:
-            raise ProgramNotStarted(f"{self.command[0]}: command not found")
+        find_command(self.command)
         piped = self._on_line is not None
         try:
             self._process = subprocess.Popen(
@@ -117,8 +150,12 @@ class LaunchedProgram:
                 stderr=subprocess.PIPE if piped else None,
                 start_new_session=not self._own_terminal,
             )
+        except PermissionError as exc:
+            raise CommandNotExecutable(f"{self.command[0]}: {exc.strerror or exc}") from exc
+        except FileNotFoundError as exc:
+            raise CommandNotFound(f"{self.command[0]}: {exc.strerror or exc}") from exc
         except OSError as exc:
-            raise ProgramNotStarted(f"{self.command[0]}: {exc.strerror or exc}") from exc
+            raise CommandNotExecutable(f"{self.command[0]}: {exc.strerror or exc}") from exc
         if piped:
             process = self._process
             for name, stream in (("stdout", process.stdout), ("stderr", process.stderr)):
@@ -130,27 +167,12 @@ class LaunchedProgram:
                     self._readers.append(reader)
 
     def _read(self, name: str, stream: object) -> None:
-        """Each line to `on_line` and the log; a full disk loses the log, never the program's output pipe."""
-        log = None
-        if self._log_path is not None:
-            with contextlib.suppress(OSError):
-                log = open(self._log_path, "ab")  # noqa: SIM115 - closed when the stream ends
-        try:
-            for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
-                if log is not None:
-                    try:
-                        with self._log_lock:
-                            log.write(raw)
-                            log.flush()
-                    except OSError:
-                        log = None
-                if self._on_line is not None:
-                    with contextlib.suppress(Exception):  # a viewer's trouble must not stop the pipe's drain
-                        self._on_line(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
-        finally:
-            if log is not None:
-                with contextlib.suppress(OSError):
-                    log.close()
+        """Each line to `on_line` as it comes: the pipe is drained as fast as the program writes."""
+        on_line = self._on_line
+        for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+            if on_line is not None:
+                with contextlib.suppress(Exception):  # a viewer's trouble must not stop the pipe's drain
+                    on_line(name, raw)
 
     def wait(self, timeout: float | None = None) -> int | None:
         if self._process is None:

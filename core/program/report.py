@@ -32,6 +32,10 @@ def program_section(view: ProgramView) -> dict[str, Any]:
         "contexts": view.contexts,
         "other_processes": view.others,
         "loads": to_json(view.loads),
+        "calls_made": view.calls_made,
+        "calls_dropped": view.calls_dropped,
+        "context_p50_ms": view.context_p50_ms,
+        "stacks": to_json(view.stacks),
     }
 
 

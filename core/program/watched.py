@@ -16,9 +16,11 @@ cannot honour (pause: gputop does not own its calls) is refused in one line.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +30,9 @@ from gputop.core.errors import EXIT_RUNTIME
 from gputop.core.program.agent_link import AgentConnection
 from gputop.core.program.diagnose import (
     GrowthPoint,
+    Hint,
+    argument_upload_hints,
+    contexts_per_call_hints,
     find_growth,
     growth_hint,
     host_memory_hints,
@@ -43,7 +48,15 @@ from gputop.core.program.profile import (
     profile_from_event,
     why_not,
 )
-from gputop.core.records.program import HeldResults, MemoryGrowth, ProgramLoad, ProgramView
+from gputop.core.program.stacks import StackSampler, find_py_spy
+from gputop.core.records.program import (
+    FunctionCalls,
+    HeldResults,
+    MemoryGrowth,
+    ProgramLoad,
+    ProgramStacks,
+    ProgramView,
+)
 from gputop.core.run.parts import RunParts
 from gputop.core.snapshot import DeviceInfo, PoolStats, RunSnapshot
 from gputop.core.units import seconds
@@ -58,6 +71,9 @@ PM_NOT_WATCHED = (
 )
 
 GROWTH_POINTS = 600  # memory samples kept for the growth diagnosis: five minutes at the watcher's 0.5 s
+LOAD_LINES = 10  # module and parameter loads said one by one in the Log (a load per request is diagnosed)
+CONTEXT_LINES = 3  # contexts said one by one in the Log; the rest are counted (program.contexts) and diagnosed
+VIEW_EVERY_S = 0.1  # the program's view and phases go out at most this often from a stream of events
 
 
 class ProgramOutcome:
@@ -82,6 +98,7 @@ class WatchedProcess:
         owner_pid: int | None = None,
         label: str = "program",
         on_hint: Callable[[str], None] | None = None,
+        sample_stacks: bool = True,
     ) -> None:
         self.command = list(command)
         manifest = {"target": " ".join(command), "kind": "program", "command": list(command)}
@@ -97,9 +114,15 @@ class WatchedProcess:
         self.state = self.parts.state
         self._sample_interval_s = sample_interval_s
         self._on_hint = on_hint
+        self._sample_stacks = sample_stacks  # the program's Python, with py-spy from outside (stacks.py)
         self._lock = threading.Lock()
         self._loads: list[ProgramLoad] = []
         self._contexts_s: list[float] = []
+        self._contexts_sorted: list[float] = []  # the same, in order: the median of thousands stays cheap
+        self._view_at = 0.0  # when the view went out last (VIEW_EVERY_S)
+        self._view_due = False  # a change since, not yet out: the memory sampler's next look sends it
+        self._phases_due: dict[str, float] = {}  # phase totals changed since the view went out
+        self._context_total_s = 0.0
         self._first_call_s: float | None = None
         self._teardown_s = 0.0
         self._devices: dict[str, DeviceInfo] = {}
@@ -118,6 +141,10 @@ class WatchedProcess:
         self._done = threading.Event()
         self.report: dict[str, Any] | None = None
         self._closed_why: str | None = None
+        self._stacks: StackSampler | None = None
+        self._stacks_view: ProgramStacks | None = None
+        self._calls_dropped = 0  # calls the watcher counted but could not send
+        self._calls_made: int | None = None  # calls the watcher counted in the process, as it said last
 
     # -- the watcher's stream ----------------------------------------------------------
     def attach(self, agent: AgentConnection, earlier: list[dict[str, Any]] | None = None) -> None:
@@ -133,6 +160,9 @@ class WatchedProcess:
         self.state.event("info", f"program: pid {agent.pid} uses iree.runtime {iree} (Python {python})")
         agent.on_event = self._on_event
         agent.on_closed = self._on_closed
+        if self._sample_stacks and agent.pid is not None:
+            self._stacks = StackSampler(agent.pid, self._on_stacks, py_spy=find_py_spy())
+            self._stacks.start()
         for event in earlier or ():
             self._on_event(event)
         self._publish_view()
@@ -165,12 +195,17 @@ class WatchedProcess:
         elif name == "context":
             with self._lock:
                 self._contexts_s.append(spent)
-                total = sum(self._contexts_s)
-            modules = ", ".join(str(m) for m in event.get("modules") or ())
-            self.state.phase(context_s=total)
-            self.state.event(
-                "info", f"program: context created in {seconds(spent)}" + (f" ({modules})" if modules else "")
-            )
+                bisect.insort(self._contexts_sorted, spent)
+                made = len(self._contexts_s)
+                self._context_total_s += spent
+                self._phases_due["context_s"] = self._context_total_s
+            if made <= CONTEXT_LINES:
+                modules = ", ".join(str(m) for m in event.get("modules") or ())
+                self.state.event(
+                    "info", f"program: context created in {seconds(spent)}" + (f" ({modules})" if modules else "")
+                )
+            elif made == CONTEXT_LINES + 1:
+                self.state.event("info", "program: more contexts: counted (program.contexts), not said one by one")
         elif name == "first_call":
             with self._lock:
                 first = self._first_call_s is None
@@ -178,15 +213,14 @@ class WatchedProcess:
                     self._first_call_s = spent
             if first:
                 self.state.phase(first_call_s=spent)
-            self.state.event("info", f"program: first call of {event.get('function')} took {seconds(spent)}")
+                self.state.event("info", f"program: first call of {event.get('function')} took {seconds(spent)}")
         elif name == "context_destroyed":
             with self._lock:
                 self._teardown_s += spent
-                teardown = self._teardown_s
-            self.state.phase(teardown_s=teardown)
+                self._phases_due["teardown_s"] = self._teardown_s
         elif name == "instance":
             self.state.event("info", f"program: IREE instance made in {seconds(spent)}")
-        self._publish_view()
+        self._publish_view(now=False)
 
     def _add_device(self, event: dict[str, Any], spent: float) -> None:
         with self._lock:
@@ -206,14 +240,15 @@ class WatchedProcess:
         if load is None:  # a provider made from loads already counted: no bytes moved
             self.state.event("info", f"program: parameters {event.get('api')} in {seconds(spent)}")
             return
+        phase = "load_s" if kind == "module" else "parameters_s"
         with self._lock:
             self._loads.append(load)
-            loads = list(self._loads)
-        if kind == "module":
-            self.state.phase(load_s=sum(item.seconds for item in loads if item.kind == "module"))
-        else:
-            self.state.phase(parameters_s=sum(item.seconds for item in loads if item.kind == "parameters"))
-        self.state.event("info", load_line(load))
+            made = len(self._loads)
+            self._phases_due[phase] = sum(item.seconds for item in self._loads if item.kind == kind)
+        if made <= LOAD_LINES:
+            self.state.event("info", load_line(load))
+        elif made == LOAD_LINES + 1:
+            self.state.event("info", "program: more loads: counted (program.loads), not said one by one")
 
     def _on_calls(self, event: dict[str, Any]) -> None:
         calls = event.get("calls")
@@ -221,7 +256,36 @@ class WatchedProcess:
             self.state.add_program_calls(calls)
             if self.state.state == "loading":
                 self.state.set_state("running")
-            self._publish_view()
+            self._publish_view(now=False)
+
+    def _on_stacks(self, stacks: ProgramStacks) -> None:
+        """A round of the program's sampled Python (the stack sampler's thread); a refusal is one Log line."""
+        with self._lock:
+            self._stacks_view = stacks
+        if stacks.reason is not None:
+            self.state.event("warning", f"stacks: {stacks.reason}")
+        self._publish_view(now=False)
+
+    def _on_reads(self, event: dict[str, Any]) -> None:
+        reads = event.get("reads")
+        if isinstance(reads, list) and reads:
+            self.state.add_program_reads(reads)
+
+    def _on_dropped(self, event: dict[str, Any]) -> None:
+        """The watcher could not send some calls (gputop fell behind): the counts are short by this many."""
+        dropped = event.get("calls")
+        if not isinstance(dropped, int) or dropped <= 0:
+            return
+        with self._lock:
+            first = self._calls_dropped == 0
+            self._calls_dropped = max(self._calls_dropped, dropped)
+        if first:
+            self.state.event(
+                "warning",
+                "program: gputop fell behind the program's calls and counted some without their times: "
+                "the call counts are lower bounds (the report says how many)",
+            )
+        self._publish_view()
 
     def _on_memory(self, event: dict[str, Any]) -> None:
         pools: dict[str, tuple[PoolStats, ...]] = {}
@@ -239,6 +303,8 @@ class WatchedProcess:
         held_row = event.get("held") or {}
         held = HeldResults(count=int(held_row.get("count") or 0), bytes=int(held_row.get("bytes") or 0))
         calls_total = int(event.get("calls_total") or 0)
+        with self._lock:
+            self._calls_made = max(self._calls_made or 0, calls_total)
         rss = self._sampler.latest_rss if self._sampler is not None else None
         with self._lock:
             self._pools = pools
@@ -257,13 +323,22 @@ class WatchedProcess:
             if growth is not None:
                 self._growth = growth
         if changed:  # said once; newer figures replace the line quietly
-            for line in growth_hint(growth):
-                self._say_hint(line, subject="memory grows")
+            for hint in growth_hint(growth):
+                self._say_hint(hint)
         self._publish_view()
 
     def _on_note(self, event: dict[str, Any]) -> None:
         level = event.get("level") if event.get("level") in ("info", "warning", "error") else "warning"
         self.state.event(str(level), f"program: {event.get('message')}")
+
+    def _on_bye(self, event: dict[str, Any]) -> None:
+        """The watcher's last word: how many calls it sent and how many it could not."""
+        sent, dropped = event.get("calls_total"), event.get("calls_dropped")
+        with self._lock:
+            if isinstance(sent, int):
+                self._calls_made = max(self._calls_made or 0, sent + (dropped if isinstance(dropped, int) else 0))
+            if isinstance(dropped, int):
+                self._calls_dropped = max(self._calls_dropped, dropped)
 
     def _on_kernels(self, event: dict[str, Any]) -> None:
         """A profile of the program's calls, recorded by CUPTI in its own process: the Kernels pane's table."""
@@ -300,8 +375,13 @@ class WatchedProcess:
         self._sampler = sampler
 
     def _read_pools(self) -> list[tuple[str, tuple[PoolStats, ...]]]:
+        """The sampler's look (every sample interval): the pools, and the view if a change has waited for it."""
         with self._lock:
-            return list(self._pools.items())
+            pools = list(self._pools.items())
+            due = self._view_due
+        if due:
+            self._publish_view()
+        return pools
 
     # -- what the run shows ------------------------------------------------------------------
     def view(self) -> ProgramView:
@@ -323,34 +403,60 @@ class WatchedProcess:
                 hints=tuple(self._hints),
                 others=self.others,
                 connected=self._agent is not None,
+                calls_made=self._calls_made,
+                calls_dropped=self._calls_dropped,
+                context_p50_ms=self._context_median_ms(),
+                stacks=self._stacks_view,
             )
 
-    def _publish_view(self) -> None:
+    def _publish_view(self, now: bool = True) -> None:
+        """The view (and phase totals) out; with `now` False at most every VIEW_EVERY_S, the rest marked due.
+
+        A stream of events (a context per request, a batch of calls every few ms) would otherwise build a view,
+        diagnose and publish per event; what is due goes out with the memory sampler's next look.
+        """
+        at = time.monotonic()
+        with self._lock:
+            if not now and at - self._view_at < VIEW_EVERY_S:
+                self._view_due = True
+                return
+            self._view_at, self._view_due = at, False
+            phases, self._phases_due = self._phases_due, {}
+        if phases:
+            self.state.phase(**phases)
         # The run's calls are the busiest function's, as last published: its p50 is the steady call the phase
         # diagnoses measure against (read from the snapshot, not computed again).
-        calls = self.state.snapshot.calls
-        self._diagnose(calls.p50_ms, calls.count)
+        snapshot = self.state.snapshot
+        calls = snapshot.calls
+        functions = snapshot.program.functions if snapshot.program is not None else ()
+        self._diagnose(calls.p50_ms, calls.count, functions)
         self.state.set_program(self.view())
 
-    def _diagnose(self, steady_ms: float | None, calls: int) -> None:
-        """The load and phase diagnoses, each said once, as soon as it holds."""
+    def _diagnose(self, steady_ms: float | None, calls: int, functions: tuple[FunctionCalls, ...]) -> None:
+        """The diagnoses, each said once as soon as it holds; newer figures replace its line in place."""
         with self._lock:
             loads = list(self._loads)
-            contexts = list(self._contexts_s)
+            contexts = len(self._contexts_s)
+            context_ms = self._context_median_ms()
             first = self._first_call_s
-        for line in [
+        all_calls = sum(row.count for row in functions) or calls
+        for hint in [
             *host_memory_hints(loads),
             *loaded_twice_hints(loads),
-            *slow_phase_hints(contexts, first, steady_ms, calls),
+            *contexts_per_call_hints(contexts, all_calls, context_ms, steady_ms),
+            *slow_phase_hints(first, steady_ms, calls),
+            *argument_upload_hints(functions),
         ]:
-            self._say_hint(line)
+            self._say_hint(hint)
 
-    def _say_hint(self, line: str, subject: str | None = None) -> None:
-        """A diagnosis: said once in the Log; a later line on the same subject (newer figures) replaces it quietly.
+    def _context_median_ms(self) -> float | None:
+        """What making a context costs here: the median of those made (under the lock)."""
+        made = self._contexts_sorted
+        return made[len(made) // 2] * 1e3 if made else None
 
-        The subject is what the line says before its first colon, unless given.
-        """
-        subject = subject or line.split(":", 1)[0]
+    def _say_hint(self, hint: Hint) -> None:
+        """A diagnosis: said once in the Log; a later line on the same subject (newer figures) replaces it quietly."""
+        subject, line = hint
         with self._lock:
             if subject in self._hint_subjects:
                 self._hints[self._hint_subjects.index(subject)] = line
@@ -394,6 +500,8 @@ class WatchedProcess:
             self.state.event("info", f"program exited with {exit_code}")
         if self._sampler is not None:
             self._sampler.stop()
+        if self._stacks is not None:
+            self._stacks.stop()
         self.parts.stop_watch()
         self.parts.stop_clocks()
         self._publish_view()
@@ -410,6 +518,8 @@ class WatchedProcess:
 
     def record_interrupted_now(self, exit_code: int) -> None:
         """gputop is leaving at once (a second signal): the ending from the newest snapshot, now."""
+        if self._stacks is not None:
+            self._stacks.stop()
         self.parts.close_control()
         report: dict[str, Any] | None = None
         with contextlib.suppress(Exception):
@@ -517,4 +627,7 @@ _HANDLERS: dict[str, Callable[[WatchedProcess, dict[str, Any]], None]] = {
     "exception": WatchedProcess._on_exception,
     "kernels": WatchedProcess._on_kernels,
     "profile_refused": WatchedProcess._on_profile_refused,
+    "reads": WatchedProcess._on_reads,
+    "dropped": WatchedProcess._on_dropped,
+    "bye": WatchedProcess._on_bye,
 }

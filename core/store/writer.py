@@ -215,8 +215,7 @@ class SessionWriter:
             every = self.every_s
             if snapshot.timestamp < self._watched_until:
                 every = min(every, WATCHED_EVERY_S)
-            last_event = snapshot.events[-1].seq if snapshot.events else 0
-            news = (snapshot.state, last_event, snapshot.profile, len(snapshot.captures))
+            news = (snapshot.state, _newest_news(snapshot), snapshot.profile, len(snapshot.captures))
             kept_at, *kept_news = self._kept
             if snapshot.timestamp - kept_at < every and tuple(kept_news) == news:
                 return False
@@ -356,6 +355,19 @@ class SessionWriter:
     def record_error(self) -> str | None:
         """Why the record is incomplete (samples or the ending not written), or None when it is whole."""
         return self.write_error or self.ending_error
+
+
+OUTPUT_PREFIXES = ("stdout: ", "stderr: ")  # a watched program's own output in the Log (core/program/host.py)
+
+
+def _newest_news(snapshot: RunSnapshot) -> int:
+    """The newest Log line a thinned record must keep a sample for: a warning or an error, not a watched
+    program's own output nor an info line (a program that prints or makes a context per call would make
+    every sample news, and the record grow with its calls; the samples kept still carry the newest lines)."""
+    for event in reversed(snapshot.events):
+        if event.level != "info" and not event.message.startswith(OUTPUT_PREFIXES):
+            return event.seq
+    return 0
 
 
 def _earlier_manifest(folder: Path) -> dict[str, Any] | None:

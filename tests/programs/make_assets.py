@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["BATCH", "WIDTH", "build", "expected_output", "weights"]
+__all__ = ["BATCH", "COLS", "ROWS", "WIDTH", "build", "compile_cpu", "expected_output", "weights"]
 
 BATCH = 32
 WIDTH = 512
@@ -41,6 +41,27 @@ module @mlp {{
     %y = linalg.matmul ins(%h, %w2 : tensor<{BATCH}x{WIDTH}xf32>, tensor<{WIDTH}x{WIDTH}xf32>)
                        outs(%acc : tensor<{BATCH}x{WIDTH}xf32>) -> tensor<{BATCH}x{WIDTH}xf32>
     return %y : tensor<{BATCH}x{WIDTH}xf32>
+  }}
+}}
+"""
+
+
+ROWS, COLS = 1024, 4096  # the why-slow module's argument: 16 MiB of f32, more to upload than to add up
+
+ROWSUM_MLIR = f"""
+module @rowsum {{
+  func.func @main(%x: tensor<{ROWS}x{COLS}xf32>) -> tensor<{ROWS}xf32> {{
+    %zero = arith.constant 0.0 : f32
+    %empty = tensor.empty() : tensor<{ROWS}xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%empty : tensor<{ROWS}xf32>) -> tensor<{ROWS}xf32>
+    %sum = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                            iterator_types = ["parallel", "reduction"]}}
+        ins(%x : tensor<{ROWS}x{COLS}xf32>) outs(%acc : tensor<{ROWS}xf32>) {{
+      ^bb0(%in: f32, %out: f32):
+        %add = arith.addf %in, %out : f32
+        linalg.yield %add : f32
+    }} -> tensor<{ROWS}xf32>
+    return %sum : tensor<{ROWS}xf32>
   }}
 }}
 """
@@ -66,16 +87,12 @@ def default_compiler() -> str:
     return beside if os.path.exists(beside) else (shutil.which("iree-compile") or "iree-compile")
 
 
-def build(out_dir: str, compiler: str | None = None) -> tuple[str, str]:
-    """Write model.mlir, model.vmfb and model.irpa into `out_dir`; returns (vmfb, irpa)."""
-    import iree.runtime as rt
-
-    os.makedirs(out_dir, exist_ok=True)
-    source = os.path.join(out_dir, "model.mlir")
-    vmfb = os.path.join(out_dir, "model.vmfb")
-    irpa = os.path.join(out_dir, "model.irpa")
+def compile_cpu(text: str, name: str, out_dir: str, compiler: str | None) -> str:
+    """`text` compiled for the CPU as OUT_DIR/NAME.vmfb (its source beside it); returns the .vmfb's path."""
+    source = os.path.join(out_dir, f"{name}.mlir")
+    vmfb = os.path.join(out_dir, f"{name}.vmfb")
     with open(source, "w") as f:
-        f.write(MLIR)
+        f.write(text)
     subprocess.run(
         [
             compiler or default_compiler(),
@@ -88,6 +105,18 @@ def build(out_dir: str, compiler: str | None = None) -> tuple[str, str]:
         ],
         check=True,
     )
+    return vmfb
+
+
+def build(out_dir: str, compiler: str | None = None) -> tuple[str, str]:
+    """Write model.vmfb and model.irpa (and rowsum.vmfb, the why-slow programs' module) into `out_dir`; returns
+    (vmfb, irpa)."""
+    import iree.runtime as rt
+
+    os.makedirs(out_dir, exist_ok=True)
+    irpa = os.path.join(out_dir, "model.irpa")
+    vmfb = compile_cpu(MLIR, "model", out_dir, compiler)
+    compile_cpu(ROWSUM_MLIR, "rowsum", out_dir, compiler)
     index = rt.ParameterIndex()
     for name, value in weights().items():
         index.add_buffer(name, value.tobytes())

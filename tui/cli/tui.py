@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from gputop.tui.bridge import UsageError, load_token, new_session_dir, program_label
+from gputop.tui.bridge import UsageError, find_command, load_token, new_session_dir, program_label
 from gputop.tui.cli.options import add_run_options, config_from, optional_values_alone
 from gputop.tui.cli.program import refuse_run_options
 
@@ -60,6 +60,7 @@ def command_tui(argv: list[str], program: list[str] | None = None) -> int:
         refuse_run_options(args, "tui")
         if not program:
             raise UsageError("no command after --: say what to run, e.g. gputop -- python app.py")
+        find_command(program)  # a typo is one line and a shell's 127, before the screen or a session
         label = program_label(program)
     else:
         label = config_from(args, None).target_info.label

@@ -17,6 +17,7 @@ from typing import TypedDict
 
 from gputop.core.call_times import CallTimer
 from gputop.core.records.program import FunctionCalls, ProgramView
+from gputop.core.run.state.call_parts import FunctionParts
 
 __all__ = ["ProgramFields", "ProgramState", "split_function"]
 
@@ -39,16 +40,20 @@ class ProgramState:
 
     view: ProgramView | None = None
     timers: dict[str, CallTimer] = field(default_factory=dict)
+    parts: dict[str, FunctionParts] = field(default_factory=dict)
     total: int = 0
+    last_end_ns: int | None = None  # the newest call's end: the next call's `between` starts there
 
     def add_calls(self, calls: list[object]) -> int:
-        """`[["module.function", context_id, start_ns, end_ns], ...]` as the watcher recorded them (or, its first
-        form, `[name, end_s, duration_s]`); returns how many were taken (a bad row is skipped)."""
+        """`[["module.function", context_id, start_ns, end_ns, invoke_start_ns, invoke_end_ns, argument_bytes,
+        same], ...]` as the watcher recorded them (a VmContext.invoke alone has the first four; its first form
+        was `[name, end_s, duration_s]`); returns how many were taken (a bad row is skipped)."""
         taken = 0
         for row in calls:
             if not isinstance(row, list | tuple) or len(row) < 3:
                 continue
-            if len(row) >= 4 and isinstance(row[2], int) and isinstance(row[3], int):
+            timed_ns = len(row) >= 4 and isinstance(row[2], int) and isinstance(row[3], int)
+            if timed_ns:
                 qualified, end_s, duration_s = row[0], row[3] / 1e9, (row[3] - row[2]) / 1e9
             else:
                 qualified, end_s, duration_s = row[0], row[1], row[2]
@@ -60,9 +65,38 @@ class ProgramState:
             if timer is None:
                 timer = self.timers[qualified] = CallTimer()
             timer.add(float(duration_s), ended_at=float(end_s))
+            if timed_ns:
+                self._take_apart(qualified, row)
             taken += 1
         self.total += taken
         return taken
+
+    def _take_apart(self, qualified: str, row: list[object] | tuple[object, ...]) -> None:
+        parts = self.parts.get(qualified)
+        if parts is None:
+            parts = self.parts[qualified] = FunctionParts()
+        start, end = int(row[2]), int(row[3])  # type: ignore[call-overload]
+        if len(row) >= 8 and isinstance(row[4], int) and isinstance(row[5], int):
+            parts.add_call(start, end, row[4], row[5])
+            parts.add_arguments(int(row[6]) if isinstance(row[6], int) else 0, bool(row[7]))
+        else:
+            parts.add_call(start, end, None, None)
+        if self.last_end_ns is not None and start >= self.last_end_ns:
+            parts.add_between((start - self.last_end_ns) / 1e9)
+        self.last_end_ns = end
+
+    def add_reads(self, reads: list[object]) -> None:
+        """`[[function, start_ns, end_ns, bytes], ...]`: results read back to the host, by whose results they are."""
+        for row in reads:
+            if not isinstance(row, list | tuple) or len(row) < 4 or not isinstance(row[0], str):
+                continue
+            start, end, nbytes = row[1], row[2], row[3]
+            if not (isinstance(start, int) and isinstance(end, int) and isinstance(nbytes, int)):
+                continue
+            parts = self.parts.get(row[0])
+            if parts is None:
+                parts = self.parts[row[0]] = FunctionParts()
+            parts.add_read(max(end - start, 0) / 1e9, nbytes)
 
     def busiest(self) -> tuple[str, CallTimer] | None:
         """The most called function and its timer; None before any call."""
@@ -76,6 +110,7 @@ class ProgramState:
         for qualified, timer in self.timers.items():
             module, name = split_function(qualified)
             stats = timer.snapshot(now, groups=False)  # the rows show no groups
+            parts = self.parts.get(qualified)
             rows.append(
                 FunctionCalls(
                     module=module,
@@ -87,6 +122,8 @@ class ProgramState:
                     mean_ms=stats.mean_ms,
                     calls_per_s=stats.calls_per_s,
                     recent_calls_per_s=stats.recent_calls_per_s,
+                    parts=parts.parts(stats.count) if parts is not None else None,
+                    between_p50_ms=parts.between_p50_ms() if parts is not None else None,
                 )
             )
         rows.sort(key=lambda row: (-row.count, row.module, row.name))

@@ -247,6 +247,15 @@ class RunState:
             self._log.add(level, message, log_path)
         self.publish(force=True)
 
+    def events(self, lines: list[tuple[str, str]]) -> None:
+        """Several lines for the log at once, `(level, message)` each, with one snapshot (a program's output)."""
+        if not lines:
+            return
+        with self._lock:
+            for level, message in lines:
+                self._log.add(level, message)
+        self.publish()
+
     def fail(self, error: GputopError) -> None:
         """The run ends in `error` with this one-line message and exit code."""
         with self._lock:
@@ -503,6 +512,11 @@ class RunState:
                 self._module.function, self._calls.timer = busiest
         self.publish()
         return taken
+
+    def add_program_reads(self, reads: list[object]) -> None:
+        """A batch of a watched program's reads of its results back to the host."""
+        with self._lock:
+            self._program.add_reads(reads)
 
     def publish(self, force: bool = False) -> None:
         """Build and hand out a snapshot, at most every PUBLISH_INTERVAL_S unless `force`."""

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from .helpers import connect, fault, one_line
+from .helpers import EXIT_FLUSH_S, connect, fault, one_line
 from .stream import AgentStream
 from .wrappers import RuntimeWrappers
 
@@ -60,7 +60,8 @@ class Agent(AgentStream, RuntimeWrappers):
             self.io_lock = threading.Lock()
             self.devices_lock = threading.Lock()
             self.stopping = threading.Event()
-            self.calls_total = 0
+            self.calls_total = self.calls_dropped = self.dropped_said = 0
+            self.outgoing = bytearray()
             self.called_contexts = set()
             self.pending_parameters = None
             self.commands = b""
@@ -93,13 +94,15 @@ class Agent(AgentStream, RuntimeWrappers):
         locked = self.io_lock.acquire(timeout=EXIT_TIMEOUT_S)
         try:
             if locked and self.connection is not None:
-                self.connection.settimeout(EXIT_TIMEOUT_S)
+                deadline = time.monotonic() + EXIT_FLUSH_S
                 self._end_profile("the program ended before its calls could be profiled")
                 self._deliver_profile(wait=False)
                 self._flush_locked()
                 lines = [self._memory_event()] if self.memory_on else []
-                lines.append({"kind": "bye", "mono": time.perf_counter(), "calls_total": self.calls_total})
+                bye = {"kind": "bye", "mono": time.perf_counter(), "calls_total": self.calls_total}
+                lines.append({**bye, "calls_dropped": self.calls_dropped})
                 self._send_locked(lines)
+                self._flush_blocking_locked(deadline)
         except Exception:
             pass
         finally:

@@ -20,10 +20,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
+    "EXIT_FLUSH_S",
     "FAULT_ENV",
     "FAULT_POINT",
     "PROTOCOL_VERSION",
-    "SEND_TIMEOUT_S",
+    "READ",
     "Patch",
     "Tracked",
     "connect",
@@ -33,9 +34,10 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
+READ = "\0read"  # first item of a record of a result read back to the host (a call's is its function's name)
 FAULT_ENV = "GPUTOP_WATCH_FAULT"
 CONNECT_TIMEOUT_S = 2.0
-SEND_TIMEOUT_S = 5.0  # the engine not reading for this long counts as the socket gone
+EXIT_FLUSH_S = 3.0  # at the program's exit, how long what waits may take to reach gputop
 
 
 def connect(socket_path: str) -> socket.socket:
@@ -45,7 +47,8 @@ def connect(socket_path: str) -> socket.socket:
     try:
         connection.settimeout(CONNECT_TIMEOUT_S)
         connection.connect(socket_path)
-        connection.settimeout(SEND_TIMEOUT_S)
+        # Never blocking: the agent's thread sends what the socket takes and keeps the rest (stream.py).
+        connection.setblocking(False)
     except BaseException:
         connection.close()
         raise

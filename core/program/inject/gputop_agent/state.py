@@ -47,7 +47,11 @@ class AgentState:
         self.stopped_areas: set[str] = set()
         self.finished = False
         self.memory_on = True
-        self.calls_total = 0
+        self.calls_total = 0  # calls sent to gputop
+        self.calls_dropped = 0  # calls counted but not sent: gputop fell behind (said in `dropped` events)
+        self.dropped_said = 0
+        self.outgoing = bytearray()  # encoded events the socket has not taken yet (see stream._pump_locked)
+        self.last_label = ""  # the function called last: whose results a bare DeviceArray read back belongs to
         self.called_contexts: set[int] = set()
         self.names: dict[int, Tracked] = {}  # id(VmFunction) -> its "module.function" (and it, held)
         self.devices: list[Tracked] = []
@@ -56,6 +60,7 @@ class AgentState:
         # id(weak reference) -> (it, bytes) for each result of a FunctionInvoker call still alive; keyed by
         # the reference's id since a weak reference hashes as its referent, and DeviceArray does not hash
         self.held: dict[int, tuple[weakref.ref[Any], int]] = {}
+        self.origins: dict[int, str] = {}  # id(result DeviceArray) -> the function that returned it, while alive
         self.drivers: dict[int, str] = {}  # id(HalDriver) -> the uri it was got by
         self.device_drivers: set[str] = set()  # the drivers of every device the program made ("cuda", "vulkan")
         self.driver_seconds: dict[int, float] = {}  # a driver's first load, owed to its first device
@@ -94,6 +99,7 @@ class AgentState:
         with self.devices_lock:
             self.devices = []
         self.held.clear()
+        self.origins.clear()
 
     def _give_up(self, why: str) -> None:
         """The socket is gone: the program runs on unwatched, and stderr says so once."""

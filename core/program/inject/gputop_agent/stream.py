@@ -13,7 +13,7 @@ import sys
 import time
 
 from .cupti import Cupti, Profile
-from .helpers import PROTOCOL_VERSION, fault, one_line
+from .helpers import PROTOCOL_VERSION, READ, fault, one_line
 from .state import AgentState
 
 TYPE_CHECKING = False
@@ -22,7 +22,16 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-__all__ = ["CALLS_PER_MESSAGE", "DRAIN_S", "MAX_BACKLOG", "MEMORY_S", "RECORDS_WAIT_S", "YIELD_EVERY", "AgentStream"]
+__all__ = [
+    "CALLS_PER_MESSAGE",
+    "DRAIN_S",
+    "MAX_BACKLOG",
+    "MAX_OUTGOING",
+    "MEMORY_S",
+    "RECORDS_WAIT_S",
+    "YIELD_EVERY",
+    "AgentStream",
+]
 
 DRAIN_S = 0.25  # a drain holds the GIL: fewer, larger ones stall fewer of the program's calls (bench/watch_overhead.py)
 MEMORY_S = 0.5
@@ -30,12 +39,11 @@ CALLS_PER_MESSAGE = 128  # one json.dumps holds the GIL; small batches keep the 
 # The agent's thread hands the GIL back this often while it drains and encodes (time.sleep(0) releases it): a
 # call of the program's that ends meanwhile waits for one short stretch, not for the whole drain.
 YIELD_EVERY = 64
-MAX_BACKLOG = 200_000  # records waiting after a drain (about 25 MB): past it, calls stop being recorded
+MAX_BACKLOG = 200_000  # records waiting after a drain (about 25 MB): past it, the oldest are dropped and counted
+# Bytes encoded but not yet taken by gputop: the engine reads on a thread of its own, and a program may outpace it
+# for a while. Past this, new calls are counted as dropped instead of encoded; the program never waits on gputop.
+MAX_OUTGOING = 32 * 1024 * 1024
 RECORDS_WAIT_S = 2.0  # how long a profile's result waits for CUPTI's last records before going out without them
-
-
-class _Backlog(RuntimeError):  # its name is in the `note` line that says calls stopped being recorded
-    pass
 
 
 class AgentStream(AgentState):
@@ -123,10 +131,14 @@ class AgentStream(AgentState):
                 connection = self.connection
                 if connection is None:
                     return
-                readable, _, _ = select.select([connection], [], [], DRAIN_S)
+                # Waiting to write only while bytes wait: the engine takes them when it can, never the program.
+                writing = [connection] if self.outgoing else []
+                readable, writable, _ = select.select([connection], writing, [], DRAIN_S)
                 if readable and not self._read_commands(connection):
                     return
                 with self.io_lock:
+                    if writable:
+                        self._pump_locked()
                     self._flush_locked()
                 if self.profile_ended is not None:
                     self._deliver_profile(wait=True)  # queued: it goes out with the next drain, after its calls
@@ -156,7 +168,10 @@ class AgentStream(AgentState):
     def _read_commands(self, connection: socket.socket) -> bool:
         import json
 
-        data = connection.recv(65536)
+        try:
+            data = connection.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return True
         if not data:
             self._give_up("gputop closed the connection")
             return False
@@ -185,6 +200,7 @@ class AgentStream(AgentState):
         return True
 
     def _send_locked(self, events: list[dict[str, Any]]) -> None:
+        """Encode `events` after what waits to go, and send what the socket takes now (never waiting on it)."""
         import json
 
         if events and self.connection is not None:
@@ -192,7 +208,35 @@ class AgentStream(AgentState):
             for event in events:
                 lines.append(json.dumps(event, separators=(",", ":"), default=str) + "\n")
                 time.sleep(0)  # the GIL back to the program between events (see YIELD_EVERY)
-            self.connection.sendall("".join(lines).encode())
+            self.outgoing += "".join(lines).encode()
+        self._pump_locked()
+
+    def _pump_locked(self) -> None:
+        """Send what the socket takes without blocking; the rest waits in `outgoing` for the next turn.
+
+        A socket error (the engine gone: killed, or closed) raises, and the agent's thread gives up.
+        """
+        connection = self.connection
+        while self.outgoing and connection is not None:
+            try:
+                sent = connection.send(self.outgoing)
+            except (BlockingIOError, InterruptedError):
+                return
+            if sent <= 0:
+                return
+            del self.outgoing[:sent]
+
+    def _flush_blocking_locked(self, deadline: float) -> None:
+        """At the program's exit: what waits goes out, until `deadline` (the engine reads fast; it has lagged)."""
+        import select
+
+        self._pump_locked()
+        while self.outgoing and self.connection is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            select.select([], [self.connection], [], left)
+            self._pump_locked()
 
     def _flush_locked(self) -> None:
         events = self._drain()
@@ -209,14 +253,32 @@ class AgentStream(AgentState):
         """
         events: list[dict[str, Any]] = []
         calls: list[Any] = []
+        reads: list[Any] = []
         popleft = self.records.popleft
         called = self.called_contexts
+        waiting = len(self.records)
+        if waiting > MAX_BACKLOG:  # the oldest calls go uncounted by name, counted as dropped
+            for _ in range(waiting - MAX_BACKLOG):
+                record = popleft()
+                if type(record) is tuple and record[0] != READ:
+                    self.calls_dropped += 1
+                elif type(record) is not tuple:
+                    self.records.appendleft(record)  # events are kept: they are few and say what happened
+                    break
+        full = len(self.outgoing) > MAX_OUTGOING
         for taken in range(len(self.records)):  # what is there now: a program calling faster never ends it
             if taken % YIELD_EVERY == YIELD_EVERY - 1:
                 time.sleep(0)
             record = popleft()
             if type(record) is tuple:
-                label, context, start, end = record
+                if record[0] == READ:
+                    if not full:
+                        reads.append(record[1:])
+                    continue
+                if full:  # gputop has not taken what was sent: count the call, do not queue it
+                    self.calls_dropped += 1
+                    continue
+                label, context, start, end = record[:4]
                 if context not in called:
                     try:
                         self._first_call(label, context, start, end, events, calls)
@@ -237,14 +299,14 @@ class AgentStream(AgentState):
                 self.stop_recording("phases (one could not be read)", exc, area="phases")
         if calls:
             self._add_calls(events, calls)
+        if reads:
+            events.append({"kind": "reads", "reads": reads})
         if self.pending_parameters is not None:
             events.append(self.pending_parameters)
             self.pending_parameters = None
-        waiting = len(self.records)
-        if waiting > MAX_BACKLOG and "calls" not in self.stopped_areas:
-            self.records.clear()  # the program's calls go back to the originals; what waits is dropped, and said
-            why = _Backlog(f"{waiting} records waiting; the program calls faster than the watcher can send")
-            self.stop_recording("calls", why, area="calls")
+        if self.calls_dropped != self.dropped_said:
+            self.dropped_said = self.calls_dropped
+            events.append({"kind": "dropped", "calls": self.calls_dropped})
         return events
 
     def _add_calls(self, events: list[dict[str, Any]], calls: list[Any]) -> None:
@@ -310,12 +372,13 @@ class AgentStream(AgentState):
                 self.names.pop(key, None)
         # Calls made so far, those not yet drained included, read beside the held results they are held against
         # (what waits in the deque is nearly all calls: the growth's bytes per call come out exact).
-        calls_made = self.calls_total + len(self.records)
+        calls_made = self.calls_total + self.calls_dropped + len(self.records)
         counts = self._held_counts()
         return {
             "kind": "memory",
             "mono": time.perf_counter(),
             "calls_total": calls_made,
+            "calls_dropped": self.calls_dropped,
             "held": {"count": counts[0], "bytes": counts[1]},
             "devices": [{"device": d.label, "statistics": dict(d.obj.allocator.statistics)} for d in devices],
         }

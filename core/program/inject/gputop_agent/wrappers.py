@@ -29,7 +29,7 @@ from .describe import (
     file_size,
     parameters,
 )
-from .helpers import FAULT_POINT, Patch, Tracked, fault
+from .helpers import FAULT_POINT, READ, Patch, Tracked, fault
 from .state import AgentState
 
 TYPE_CHECKING = False
@@ -53,6 +53,9 @@ class RuntimeWrappers(AgentState):
         invoker = getattr(runtime, "FunctionInvoker", None)
         if invoker is not None:
             self._patch_method(invoker, "__call__", self._invoker_wrapper, area="results")
+        device_array = getattr(runtime, "DeviceArray", None)
+        if device_array is not None and "_transfer_to_host" in device_array.__dict__:
+            self._patch_method(device_array, "_transfer_to_host", self._read_back_wrapper, area="results")
         self._patch_constructor(runtime.VmInstance, "instance", describe_instance)
         for name in ("create_device", "create_device_by_uri", "create_default_device"):
             self._patch_phase(runtime.HalDriver, name, "device", self._describe_device(name))
@@ -182,6 +185,7 @@ class RuntimeWrappers(AgentState):
                     waiting.append((tracked.label, id(context), start, end))
                 else:
                     append((tracked.label, id(context), start, end))
+                    agent.last_label = tracked.label
             except Exception as exc:
                 stop("calls", exc, area="calls")
             return result
@@ -220,30 +224,52 @@ class RuntimeWrappers(AgentState):
         return tracked
 
     def _invoker_wrapper(self, original: Any) -> Callable[..., Any]:
+        """`FunctionInvoker.__call__`: the call as the program sees it, taken apart.
+
+        Its record is `(label, context, start, end, invoke_start, invoke_end, argument_bytes, same)`: the
+        arguments (the program's numpy arrays made into device buffers: allocation and upload) run from
+        `start` to the inner `VmContext.invoke`'s start, the VM call is the invoke, and the results (wrapped
+        as DeviceArrays) from its end to `end`. `argument_bytes` counts the numpy arrays passed (DeviceArrays
+        move nothing); `same` is 1 when every one of them is the very array the previous call of this
+        invoker was given (a weak reference says so: an id can be reused), the upload a loop repeats.
+        """
         import weakref
+        from functools import partial
 
         from iree.runtime.array_interop import DeviceArray
 
+        arrays_of: Any = ()  # what a numpy argument is an instance of (nothing, without numpy)
+        try:
+            import numpy
+
+            arrays_of = numpy.ndarray
+        except ImportError:  # iree.runtime needs numpy; without it no argument is counted
+            pass
         held = self.held
+        origins = self.origins
         at_fault = FAULT_POINT == "results"
+        previous: dict[int, tuple[weakref.ref[Any], ...]] = {}
 
-        def forget(ref: weakref.ref[Any]) -> None:
+        def forget(result_id: int, ref: weakref.ref[Any]) -> None:
             held.pop(id(ref), None)
+            origins.pop(result_id, None)
 
-        def hold(result: Any, depth: int) -> None:
+        def hold(result: Any, depth: int, label: str) -> None:
             if isinstance(result, DeviceArray):
-                ref = weakref.ref(result, forget)
+                ref = weakref.ref(result, partial(forget, id(result)))
                 held[id(ref)] = (ref, result._buffer_view.byte_length)
+                origins[id(result)] = label
             elif depth < 2 and isinstance(result, (tuple, list)):
                 for item in result:
-                    hold(item, depth + 1)
+                    hold(item, depth + 1, label)
             elif depth < 2 and isinstance(result, dict):
                 for item in result.values():
-                    hold(item, depth + 1)
+                    hold(item, depth + 1, label)
 
         outer = self.outer_call
         clock = time.perf_counter_ns
         append = self.records.append
+        agent = self
 
         def call(invoker: Any, *args: Any, **kwargs: Any) -> Any:
             # The program's call is this one, arguments in and results out: its invoke inside leaves its record
@@ -257,17 +283,61 @@ class RuntimeWrappers(AgentState):
             finally:
                 end = clock()
                 outer.record = enclosing
-                for label, context, _start, _end in inner[:1]:
-                    append((label, context, start, end))
+                for label, context, invoke_start, invoke_end in inner[:1]:
+                    nbytes = same = 0
+                    try:
+                        arrays = [a for a in args if isinstance(a, arrays_of)]
+                        if arrays:
+                            nbytes = sum(a.nbytes for a in arrays)
+                            key = id(invoker)
+                            before = previous.get(key)
+                            same = int(
+                                before is not None
+                                and len(before) == len(arrays)
+                                and all(before[i]() is a for i, a in enumerate(arrays))
+                            )
+                            previous[key] = tuple(weakref.ref(a) for a in arrays)
+                    except Exception:  # an array that takes no weak reference: counted, not compared
+                        same = 0
+                    append((label, context, start, end, invoke_start, invoke_end, nbytes, same))
+                    agent.last_label = label
             try:
                 if at_fault:
                     fault("results")
-                hold(result, 0)
+                if inner:
+                    hold(result, 0, inner[0][0])
             except Exception as exc:
                 self.stop_recording("held results", exc, area="results")
             return result
 
         return call
+
+    def _read_back_wrapper(self, original: Any) -> Callable[..., Any]:
+        """`DeviceArray._transfer_to_host`, under `to_host()` and `np.asarray(result)`: a read back, timed.
+
+        Its record is `(READ, label, start, end, bytes)`, the function whose result it is (by the result's
+        origin, else the function called last). A mappable array maps once and hands the same host array
+        after: only a read that moves or maps memory is recorded.
+        """
+        clock = time.perf_counter_ns
+        append = self.records.append
+        origins = self.origins
+        agent = self
+
+        def transfer(array: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(array, "_host_array", None) is not None:
+                return original(array, *args, **kwargs)  # mapped already: nothing moves
+            start = clock()
+            host = original(array, *args, **kwargs)
+            end = clock()
+            try:
+                label = origins.get(id(array)) or agent.last_label
+                append((READ, label, start, end, array._buffer_view.byte_length))
+            except Exception as exc:
+                self.stop_recording("reads of results", exc, area="results")
+            return host
+
+        return transfer
 
     def _timed(
         self, phase: str, original: Any, describe: Describe, before: Callable[[Any], Any] | None, area: str
