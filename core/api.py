@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from gputop.core.profiling.profiles import read_profile
     from gputop.core.profiling.timeline import breakdown_groups_text
     from gputop.core.program import ProgramHost, ProgramNotStarted, find_command, program_label
+    from gputop.core.program.trace import program_trace
     from gputop.core.renderdoc.captures import capture_info
     from gputop.core.run import RunConfig, Session
     from gputop.core.run.config import RENDERDOC_MODES, Target, TargetKind, config_default
@@ -182,6 +183,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "gputop.core.profiling.profiles": ("read_profile",),
     "gputop.core.profiling.timeline": ("breakdown_groups_text",),
     "gputop.core.program": ("ProgramHost", "ProgramNotStarted", "find_command", "program_label"),
+    "gputop.core.program.trace": ("program_trace",),
     "gputop.core.renderdoc.captures": ("capture_info",),
     "gputop.core.run": ("RunConfig", "Session"),
     "gputop.core.run.config": ("RENDERDOC_MODES", "Target", "TargetKind", "config_default"),

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -111,6 +112,7 @@ class StackSampler:
         self._samples = 0
         self._samples_in_calls = 0
         self._rounds = 0
+        self.on_round: Callable[[float, float, list[tuple[str, int, str, float]]], None] | None = None
         self._stdlib = _stdlib_prefixes(pid)
 
     def start(self) -> None:
@@ -162,6 +164,7 @@ class StackSampler:
             "--output",
             str(out),
         ]
+        started = time.perf_counter()
         with self._lock:
             if self._stopping.is_set():
                 return None
@@ -183,6 +186,9 @@ class StackSampler:
             self._samples += total
             self._samples_in_calls += calls
             self._rounds += 1
+        if self.on_round is not None and total:
+            top = [(file, line, function, count / total) for (file, line, function), count in by_line.most_common(5)]
+            self.on_round(started, time.perf_counter(), top)
         self.on_update(self.stacks())
         return None
 

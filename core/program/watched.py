@@ -49,6 +49,7 @@ from gputop.core.program.profile import (
     why_not,
 )
 from gputop.core.program.stacks import StackSampler, find_py_spy
+from gputop.core.program.trace import TraceKeeper
 from gputop.core.records.program import (
     FunctionCalls,
     HeldResults,
@@ -141,10 +142,11 @@ class WatchedProcess:
         self._done = threading.Event()
         self.report: dict[str, Any] | None = None
         self._closed_why: str | None = None
+        self.trace = TraceKeeper()  # the newest calls, reads, stacks and kernels: program_trace.json at the end
         self._stacks: StackSampler | None = None
         self._stacks_view: ProgramStacks | None = None
         self._calls_dropped = 0  # calls the watcher counted but could not send
-        self._calls_made: int | None = None  # calls the watcher counted in the process, as it said last
+        self._calls_made: int | None = None  # calls the watcher counted in the process (sent + dropped), at its bye
 
     # -- the watcher's stream ----------------------------------------------------------
     def attach(self, agent: AgentConnection, earlier: list[dict[str, Any]] | None = None) -> None:
@@ -162,6 +164,7 @@ class WatchedProcess:
         agent.on_closed = self._on_closed
         if self._sample_stacks and agent.pid is not None:
             self._stacks = StackSampler(agent.pid, self._on_stacks, py_spy=find_py_spy())
+            self._stacks.on_round = self.trace.add_round
             self._stacks.start()
         for event in earlier or ():
             self._on_event(event)
@@ -193,18 +196,22 @@ class WatchedProcess:
         elif name == "parameters":
             self._add_load("parameters", event, spent)
         elif name == "context":
+            each = event.get("each")
+            times = [float(t) for t in each] if isinstance(each, list) and each else [spent]
             with self._lock:
-                self._contexts_s.append(spent)
-                bisect.insort(self._contexts_sorted, spent)
+                before = len(self._contexts_s)
+                self._contexts_s.extend(times)
+                for one in times:
+                    bisect.insort(self._contexts_sorted, one)
                 made = len(self._contexts_s)
-                self._context_total_s += spent
+                self._context_total_s += sum(times)
                 self._phases_due["context_s"] = self._context_total_s
-            if made <= CONTEXT_LINES:
-                modules = ", ".join(str(m) for m in event.get("modules") or ())
+            modules = ", ".join(str(m) for m in event.get("modules") or ())
+            for one in times[: max(CONTEXT_LINES - before, 0)]:
                 self.state.event(
-                    "info", f"program: context created in {seconds(spent)}" + (f" ({modules})" if modules else "")
+                    "info", f"program: context created in {seconds(one)}" + (f" ({modules})" if modules else "")
                 )
-            elif made == CONTEXT_LINES + 1:
+            if before <= CONTEXT_LINES < made:
                 self.state.event("info", "program: more contexts: counted (program.contexts), not said one by one")
         elif name == "first_call":
             with self._lock:
@@ -253,6 +260,7 @@ class WatchedProcess:
     def _on_calls(self, event: dict[str, Any]) -> None:
         calls = event.get("calls")
         if isinstance(calls, list) and calls:
+            self.trace.add_calls(calls)
             self.state.add_program_calls(calls)
             if self.state.state == "loading":
                 self.state.set_state("running")
@@ -269,6 +277,7 @@ class WatchedProcess:
     def _on_reads(self, event: dict[str, Any]) -> None:
         reads = event.get("reads")
         if isinstance(reads, list) and reads:
+            self.trace.add_reads(reads)
             self.state.add_program_reads(reads)
 
     def _on_dropped(self, event: dict[str, Any]) -> None:
@@ -303,8 +312,6 @@ class WatchedProcess:
         held_row = event.get("held") or {}
         held = HeldResults(count=int(held_row.get("count") or 0), bytes=int(held_row.get("bytes") or 0))
         calls_total = int(event.get("calls_total") or 0)
-        with self._lock:
-            self._calls_made = max(self._calls_made or 0, calls_total)
         rss = self._sampler.latest_rss if self._sampler is not None else None
         with self._lock:
             self._pools = pools
@@ -345,6 +352,7 @@ class WatchedProcess:
         self.state.set_profiling(False)
         with self._lock:
             device = next((d.id for d in self._devices.values() if d.backend == "cuda"), "cuda:0")
+        self.trace.add_kernels(event)
         summary, line = profile_from_event(event, device)
         if summary is not None:
             self.state.set_profile(summary)
@@ -513,6 +521,8 @@ class WatchedProcess:
             report = self.current_report()
         except Exception:  # a bug in the report must not lose the samples: keep the traceback
             self.parts.log_traceback()
+        with contextlib.suppress(Exception):  # the trace is extra: its failure must not lose the report
+            self.parts.writer.write_program_trace(self.trace.block())
         self.report = self.parts.close_record(report, state="finished", exit_code=exit_code)
         self._done.set()
 

@@ -42,6 +42,7 @@ __all__ = [
     "FORMAT",
     "INDEX",
     "MANIFEST",
+    "PROGRAM_TRACE",
     "REPORT",
     "SAMPLES",
     "WATCHED_EVERY_S",
@@ -52,6 +53,7 @@ __all__ = [
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 REPORT = "report.json"
+PROGRAM_TRACE = "program_trace.json"  # a watched program's newest calls, reads, stacks and kernels (its trace)
 INDEX = "sessions.jsonl"  # every session ever started, wherever its folder is (--session-dir)
 FORMAT = 1
 FINAL_STATES = ("finished", "stopped", "error", "interrupted")
@@ -182,6 +184,17 @@ class SessionWriter:
     def write_samples(self, block: dict[str, Any]) -> None:
         """`calls.json`, replaced whole (compact: twenty thousand numbers need no indentation)."""
         path = self.folder / CALLS_FILE
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(block, separators=(",", ":")) + "\n", encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:  # a full disk must not end the run
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def write_program_trace(self, block: dict[str, Any]) -> None:
+        """`program_trace.json` (a watched program's timeline, bounded by its keeper), replaced whole."""
+        path = self.folder / PROGRAM_TRACE
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             tmp.write_text(json.dumps(block, separators=(",", ":")) + "\n", encoding="utf-8")

@@ -4,7 +4,7 @@ Not gputop code: iree.runtime, numpy and the standard library. The instance, the
 device, the parameters and the module are loaded once; then every request makes a
 new `VmContext` over them, calls `main` once and drops the context, as a handler
 written per request does. Prints one JSON line at the end, from its own timers:
-{"requests": N, "calls": N, "contexts": N, "context_p50_ms": .., "call_p50_ms": .., "seconds": ..}.
+{"requests": N, "calls": N, "contexts": N, "context_p50_ms": .., "call_p50_ms": .., "seconds": .., "pid": ..}.
 
 Usage: python per_request.py MODEL.vmfb PARAMS.irpa N [--device local-task]
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -66,6 +67,7 @@ def main() -> None:
                 "context_p50_ms": statistics.median(contexts) * 1e3,
                 "call_p50_ms": statistics.median(calls) * 1e3,
                 "seconds": seconds,
+                "pid": os.getpid(),
             }
         ),
         flush=True,

@@ -85,12 +85,21 @@ def program_sample_interval(given: float | None) -> float:
     return PROGRAM_SAMPLE_S if given is None or given == default else float(given)
 
 
+PROGRAM_RECORD_S = 1.0  # a watched program's record: a sample a second (plus every change) unless said otherwise
+
+
 def program_host(args: argparse.Namespace, command: list[str], *, piped: bool = False) -> ProgramHost:
-    """The host of `command` with the options that apply to it."""
+    """The host of `command` with the options that apply to it.
+
+    Its record keeps a sample per PROGRAM_RECORD_S (gputop run) or per --record-every (gputop serve, the TUI's
+    engine): a program's calls, contexts and output lines come at its pace, and the record must grow with time
+    (docs/sessions.md states the bound), not with what the program does.
+    """
+    record_every = getattr(args, "record_every", None)
     return ProgramHost(
         command,
         session_dir=getattr(args, "session_dir", None),
-        record_every_s=float(getattr(args, "record_every", 0.0) or 0.0),
+        record_every_s=PROGRAM_RECORD_S if record_every is None else float(record_every),
         sample_interval_s=program_sample_interval(getattr(args, "sample_interval", None)),
         owner_pid=getattr(args, "owner_pid", None),
         piped=piped,

@@ -16,6 +16,12 @@ __all__ = ["SPEC", "add_arguments", "command_report"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", metavar="SESSION", help=SESSION_HELP)
     parser.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-' for stdout)")
+    parser.add_argument(
+        "--trace",
+        metavar="PATH",
+        help="a watched program's timeline as a Chrome trace (Perfetto, chrome://tracing): its calls with their "
+        "parts, reads back, sampled Python and a profile's kernels ('-' for stdout)",
+    )
 
 
 def command_report(args: argparse.Namespace) -> int:
@@ -23,9 +29,14 @@ def command_report(args: argparse.Namespace) -> int:
     from gputop.tui.bridge import read_report, resolve_session
     from gputop.tui.text import run_report
 
-    report = read_report(resolve_session(args.session))
+    folder = resolve_session(args.session)
+    if args.trace is not None:
+        from gputop.tui.bridge import program_trace
+
+        write_json(program_trace(folder), args.trace)
+    report = read_report(folder)
     write_json(report, args.json)
-    if args.json != "-":
+    if args.json != "-" and args.trace != "-":
         print(run_report(report))
     return EXIT_OK
 

@@ -121,7 +121,9 @@ class Profile:
         self.owner: int | None = None
         self.state = "armed"
         self.started_ns = 0
+        self.started_perf_ns = 0
         self.windows: list[list[int]] = []
+        self.perf_starts: list[int] = []  # each window's start on the calls' clock (perf_counter_ns): the trace's
         self.error: str | None = None
         self.ended_at = 0.0
 
@@ -141,6 +143,7 @@ class Profile:
                     self.state = "running"  # a half-done enable is undone as a running profile is
                     module.activity_enable(self.cupti.kernel_kind)
                 self.started_ns = int(module.get_timestamp())
+                self.started_perf_ns = time.perf_counter_ns()
                 return True
             except Exception as exc:
                 self._end_locked(f"CUPTI would not record kernels: {one_line(exc)}")
@@ -154,6 +157,7 @@ class Profile:
                 return
             try:
                 self.windows.append([self.started_ns, int(self.cupti.module.get_timestamp())])
+                self.perf_starts.append(self.started_perf_ns)
                 if len(self.windows) < self.calls:
                     return
                 self._end_locked(None)
@@ -206,6 +210,7 @@ class Profile:
             "calls": len(windows),
             "asked": self.calls,
             "windows": windows,
+            "perf_starts": self.perf_starts[: len(windows)],
             "records": rows,
             "source": self.cupti.source,
             "level": self.level,

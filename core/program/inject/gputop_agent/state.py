@@ -53,6 +53,9 @@ class AgentState:
         self.outgoing = bytearray()  # encoded events the socket has not taken yet (see stream._pump_locked)
         self.last_label = ""  # the function called last: whose results a bare DeviceArray read back belongs to
         self.called_contexts: set[int] = set()
+        self.first_calls = 0  # contexts called so far (their first calls)
+        self.contexts_made: list[dict[str, Any]] = []  # this drain's contexts made: one event for them all
+        self.contexts_ended = 0  # and ended
         self.names: dict[int, Tracked] = {}  # id(VmFunction) -> its "module.function" (and it, held)
         self.devices: list[Tracked] = []
         # A FunctionInvoker call under way on a thread: where its invoke leaves its record (see _invoker_wrapper).

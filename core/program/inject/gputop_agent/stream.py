@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CALLS_PER_MESSAGE",
     "DRAIN_S",
+    "FIRST_CALLS_SAID",
     "MAX_BACKLOG",
     "MAX_OUTGOING",
     "MEMORY_S",
@@ -43,6 +44,7 @@ MAX_BACKLOG = 200_000  # records waiting after a drain (about 25 MB): past it, t
 # Bytes encoded but not yet taken by gputop: the engine reads on a thread of its own, and a program may outpace it
 # for a while. Past this, new calls are counted as dropped instead of encoded; the program never waits on gputop.
 MAX_OUTGOING = 32 * 1024 * 1024
+FIRST_CALLS_SAID = 3  # contexts whose first call is a phase of its own (the engine keeps the first)
 RECORDS_WAIT_S = 2.0  # how long a profile's result waits for CUPTI's last records before going out without them
 
 
@@ -301,6 +303,7 @@ class AgentStream(AgentState):
             self._add_calls(events, calls)
         if reads:
             events.append({"kind": "reads", "reads": reads})
+        events.extend(self._contexts_events())
         if self.pending_parameters is not None:
             events.append(self.pending_parameters)
             self.pending_parameters = None
@@ -316,18 +319,49 @@ class AgentStream(AgentState):
     def _first_call(
         self, label: str, context: int, start: int, end: int, events: list[dict[str, Any]], calls: list[Any]
     ) -> None:
-        """A context's first call is a phase of its own (its lazy initialisation shows there)."""
+        """A context's first call is a phase of its own (its lazy initialisation shows there), for the first
+        FIRST_CALLS_SAID contexts: a program that makes a context per request has no first call worth a phase."""
         fault("drain")
         self.called_contexts.add(context)
+        self.first_calls += 1
+        if self.first_calls > FIRST_CALLS_SAID:
+            return
         if calls:
             self._add_calls(events, list(calls))
             calls.clear()
         first = {"kind": "phase", "name": "first_call", "start": start / 1e9, "seconds": (end - start) / 1e9}
         events.append({**first, "function": label, "context": context})
 
+    def _contexts_events(self) -> list[dict[str, Any]]:
+        """The drain's contexts made and ended, one event each kind: a context per request is 2,000 a second.
+
+        Contexts made (`op` create) go as one `context` phase whose `seconds` is their sum and `each` every
+        one's time, `count` how many; contexts ended as one `context_destroyed` with `count`.
+        """
+        events = []
+        made, self.contexts_made = self.contexts_made, []
+        if len(made) == 1:
+            events.append(made[0])
+        elif made:
+            each = [event["seconds"] for event in made]
+            events.append(
+                {**made[-1], "start": made[0]["start"], "seconds": sum(each), "each": each, "count": len(made)}
+            )
+        if self.contexts_ended:
+            event = {"kind": "phase", "name": "context_destroyed", "start": time.perf_counter(), "seconds": 0.0}
+            events.append({**event, "count": self.contexts_ended})
+            self.contexts_ended = 0
+        return events
+
     def _event_entry(self, event: dict[str, Any], events: list[dict[str, Any]]) -> None:
         if event.get("name") == "context" and event.get("op") == "create":
             self.called_contexts.discard(event["context"])
+            self.contexts_made.append(event)
+            return
+        if event.get("name") == "context_destroyed":
+            self.called_contexts.discard(event.get("context"))
+            self.contexts_ended += 1
+            return
         pending = self.pending_parameters
         if event.get("name") == "parameters" and event["api"] in ("add_buffer", "add_splat", "add_from_file_handle"):
             # A program that adds a thousand buffers one by one is one slow phase, not a thousand events.
