@@ -1,7 +1,8 @@
 """The watched-program test model compiled for the GPU machines (which have no compiler), and its parameters.
 
 Writes OUT/model_cuda.vmfb (sm_80: runs on H100/H200), OUT/model_vulkan.vmfb
-(NVIDIA's Vulkan target), OUT/model_local.vmfb (llvm-cpu) and OUT/model.irpa: the
+(NVIDIA's Vulkan target), OUT/model_local.vmfb (llvm-cpu), the why-slow module
+OUT/rowsum_ROWSxCOLS_{cuda,local}.vmfb at 64x512 and 1024x4096, OUT/tiny_cuda.vmfb and OUT/model.irpa: the
 module and archive of tests/programs/make_assets.py, whose programs
 (tests/programs/*.py) then run there unmodified with --device cuda or vulkan.
 
@@ -36,6 +37,18 @@ def main() -> None:
         target = out / f"model_{name}.vmfb"
         subprocess.run([make_assets.default_compiler(), *flags, str(source), "-o", str(target)], check=True)
         print(f"{target}: {target.stat().st_size} bytes ({' '.join(flags)})")
+    # The why-slow programs' module (tests/programs/why_slow.py) at the issue's 64x512 and at 16 MiB, for CUDA
+    for rows, cols in ((64, 512), (1024, 4096)):
+        source = out / f"rowsum_{rows}x{cols}.mlir"
+        source.write_text(make_assets.rowsum_mlir(rows, cols))
+        for name in ("cuda", "local"):
+            target = out / f"rowsum_{rows}x{cols}_{name}.vmfb"
+            subprocess.run([make_assets.default_compiler(), *TARGETS[name], str(source), "-o", str(target)], check=True)
+            print(f"{target}: {target.stat().st_size} bytes")
+    tiny = out / "tiny.mlir"
+    tiny.write_text(make_assets.TINY_MLIR)
+    target = out / "tiny_cuda.vmfb"
+    subprocess.run([make_assets.default_compiler(), *TARGETS["cuda"], str(tiny), "-o", str(target)], check=True)
     print(f"{irpa}: {Path(irpa).stat().st_size} bytes")
 
 

@@ -1,8 +1,10 @@
 """What watching costs a user's program: its own calls' p50 and p95, with and without `gputop run -- CMD`.
 
-The program is tests/programs/load_and_call.py, a real user's program that
+The program is tests/programs/load_and_call.py by default (or `--program`: why_slow.py,
+per_request.py, chatty.py, fast_calls.py, with `--args`), a real user's program that
 times each of its calls with perf_counter around the call and prints its own
-p50 and p95 (the figures held here are the program's, not gputop's). Each
+p50 and p95 (the figures held here are the program's, not gputop's; `--figure seconds`
+holds its whole loop's time instead, for a program whose cost is not in its calls). Each
 round runs it twice, unwatched and watched, in alternating order, in the same
 environment (its own Python without gputop, as `tests/program_env.py` makes),
 so drift on the machine falls on both sides. The ratio is watched / plain per
@@ -10,6 +12,9 @@ round; the summary is the median of the rounds' ratios.
 
 Usage: python bench/watch_overhead.py --device local-task --calls 2000 --rounds 5 [--json OUT]
        [--vmfb M.vmfb --irpa P.irpa]  (default: built here with tests/programs/make_assets.py)
+       [--program per_request.py --args "{vmfb} {irpa} 1000" --figure seconds] [--piped]
+`--piped`: watched as the TUI's engine watches (`gputop serve --owner-pid`): the program's output through
+gputop's pipes into the Log and program.log, not straight to the terminal.
 """
 
 from __future__ import annotations
@@ -52,8 +57,10 @@ def run_once(
     gputop_args: tuple[str, ...] = (),
     agent_only: bool = False,
     inject: Path = INJECT,
+    program_name: str = "load_and_call.py",
+    piped: bool = False,
 ) -> dict[str, Any]:
-    program = [str(python), str(PROGRAMS / "load_and_call.py"), *args]
+    program = [str(python), str(PROGRAMS / program_name), *args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     if program_path is not None:
         # The program's own path (a GPU machine's runtime folder), the same on both sides; watched, gputop's
@@ -63,6 +70,11 @@ def run_once(
         program = ["sh", "-c", f"PYTHONPATH={keep}{program_path} exec {shlex.join([*program[:1], '-s', *program[1:]])}"]
     env["GPUTOP_STATE_DIR"] = str(state)
     gputop = [sys.executable, "-m", "gputop.tui", "run", "--quiet", *gputop_args, "--"]
+    owner = None
+    if piped:  # the TUI's engine: its owner's pid, the program's output piped into the Log and program.log
+        owner = subprocess.Popen(["sleep", "3600"])
+        gputop = [sys.executable, "-m", "gputop.tui", "serve", "--quiet", "--metrics-port", "0"]
+        gputop += ["--owner-pid", str(owner.pid), *gputop_args, "--"]
     command = [*gputop, *program] if watched else program
     sink = None
     if watched and agent_only:
@@ -79,6 +91,12 @@ def run_once(
     finally:
         if sink is not None:
             sink.close()
+        if owner is not None:
+            owner.kill()
+            owner.wait()
+    if piped and watched:  # its output went to the session's program.log: the figures are its last line there
+        logs = sorted(state.glob("sessions/*/program.log"), key=lambda p: p.stat().st_mtime)
+        proc = subprocess.CompletedProcess(proc.args, proc.returncode, logs[-1].read_text() if logs else "", "")
     if proc.returncode != 0:
         raise SystemExit(f"{'watched' if watched else 'plain'} run failed ({proc.returncode}): {proc.stderr[-800:]}")
     figures = own_figures(proc.stdout)
@@ -105,8 +123,17 @@ def main() -> None:
     parser.add_argument(
         "--inject", type=Path, default=INJECT, help="with --agent-only: the watcher's folder (another version of it)"
     )
+    parser.add_argument("--program", default="load_and_call.py", help="a program of tests/programs/")
+    parser.add_argument(
+        "--args", help="its arguments ({vmfb}, {irpa} and {assets}, the folder make_assets.py wrote, are filled in)"
+    )
+    parser.add_argument(
+        "--figure", action="append", help="the program's figures held (default p50_ms and p95_ms; e.g. seconds)"
+    )
+    parser.add_argument("--piped", action="store_true", help="watched as the TUI's engine watches (output piped)")
     parser.add_argument("--json")
     args = parser.parse_args()
+    figures = args.figure or ["p50_ms", "p95_ms"]
     work = Path(tempfile.mkdtemp(prefix="watch-overhead-"))
     python = Path(args.python) if args.python else make_program_env(work / "venv")
     if args.vmfb and args.irpa:
@@ -115,6 +142,9 @@ def main() -> None:
         subprocess.run([sys.executable, str(PROGRAMS / "make_assets.py"), str(work)], check=True, capture_output=True)
         vmfb, irpa = str(work / "model.vmfb"), str(work / "model.irpa")
     program_args = [vmfb, irpa, str(args.calls), "--style", args.style, "--device", args.device]
+    if args.args is not None:
+        filled = args.args.format(vmfb=vmfb, irpa=irpa, assets=str(Path(vmfb).parent))
+        program_args = shlex.split(filled)
     rounds = []
     for i in range(args.rounds):
         order = (False, True) if i % 2 == 0 else (True, False)
@@ -128,44 +158,43 @@ def main() -> None:
                 gputop_args=tuple(args.gputop_arg),
                 agent_only=args.agent_only,
                 inject=args.inject,
+                program_name=args.program,
+                piped=args.piped,
             )
             for watched in order
         }
         plain, watched = got[False], got[True]
-        row = {
-            "round": i,
-            "order": "plain first" if order[0] is False else "watched first",
-            "plain_p50_ms": plain["p50_ms"],
-            "watched_p50_ms": watched["p50_ms"],
-            "plain_p95_ms": plain["p95_ms"],
-            "watched_p95_ms": watched["p95_ms"],
-            "p50_ratio": watched["p50_ms"] / plain["p50_ms"],
-            "p95_ratio": watched["p95_ms"] / plain["p95_ms"],
-        }
+        row: dict[str, Any] = {"round": i, "order": "plain first" if order[0] is False else "watched first"}
+        said = []
+        for figure in figures:
+            name = figure.removesuffix("_ms")
+            row[f"plain_{figure}"], row[f"watched_{figure}"] = plain[figure], watched[figure]
+            row[f"{name}_ratio"] = watched[figure] / plain[figure]
+            said.append(f"{name} {plain[figure]:.4f} -> {watched[figure]:.4f} ({row[f'{name}_ratio']:.3f}x)")
         rounds.append(row)
-        print(
-            f"round {i} ({row['order']}): p50 {plain['p50_ms']:.4f} -> {watched['p50_ms']:.4f} ms "
-            f"({row['p50_ratio']:.3f}x), p95 {plain['p95_ms']:.4f} -> {watched['p95_ms']:.4f} ms "
-            f"({row['p95_ratio']:.3f}x)",
-            flush=True,
-        )
-    summary = {
+        print(f"round {i} ({row['order']}): " + ", ".join(said), flush=True)
+    summary: dict[str, Any] = {
         "device": args.device,
+        "program": args.program,
+        "args": program_args if args.args is not None else None,
+        "piped": args.piped,
         "calls": args.calls,
         "rounds": args.rounds,
         "style": args.style,
         "gputop_args": args.gputop_arg,
         "agent_only": args.agent_only,
-        "p50_ratio_median": statistics.median(r["p50_ratio"] for r in rounds),
-        "p95_ratio_median": statistics.median(r["p95_ratio"] for r in rounds),
         "date": time.strftime("%Y-%m-%d"),
         "host": os.uname().nodename,
         "rows": rounds,
     }
-    print(
-        f"median over {args.rounds} rounds: p50 {summary['p50_ratio_median']:.3f}x, "
-        f"p95 {summary['p95_ratio_median']:.3f}x (watched / plain, the program's own timings)"
-    )
+    medians = []
+    for figure in figures:
+        name = figure.removesuffix("_ms")
+        ratios = [r[f"{name}_ratio"] for r in rounds]
+        summary[f"{name}_ratio_median"] = statistics.median(ratios)
+        summary[f"{name}_ratio_range"] = [min(ratios), max(ratios)]
+        medians.append(f"{name} {summary[f'{name}_ratio_median']:.3f}x ({min(ratios):.3f}-{max(ratios):.3f})")
+    print(f"median over {args.rounds} rounds: {', '.join(medians)} (watched / plain, the program's own figures)")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
 

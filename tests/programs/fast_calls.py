@@ -69,6 +69,7 @@ def main() -> None:
                 "seconds": seconds,
                 "calls_per_s": len(times) / seconds,
                 "p50_ms": statistics.median(times) * 1e3,
+                "p95_ms": sorted(times)[int(len(times) * 0.95)] * 1e3,
             }
         ),
         flush=True,

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["BATCH", "COLS", "ROWS", "WIDTH", "build", "compile_cpu", "expected_output", "weights"]
+__all__ = ["BATCH", "COLS", "ROWS", "WIDTH", "build", "compile_cpu", "expected_output", "rowsum_mlir", "weights"]
 
 BATCH = 32
 WIDTH = 512
@@ -48,20 +48,23 @@ module @mlp {{
 
 ROWS, COLS = 1024, 4096  # the why-slow module's argument: 16 MiB of f32, more to upload than to add up
 
-ROWSUM_MLIR = f"""
+
+def rowsum_mlir(rows: int = ROWS, cols: int = COLS) -> str:
+    """`rowsum.main(x: ROWSxCOLS f32) -> ROWS f32`: little work per byte of argument."""
+    return f"""
 module @rowsum {{
-  func.func @main(%x: tensor<{ROWS}x{COLS}xf32>) -> tensor<{ROWS}xf32> {{
+  func.func @main(%x: tensor<{rows}x{cols}xf32>) -> tensor<{rows}xf32> {{
     %zero = arith.constant 0.0 : f32
-    %empty = tensor.empty() : tensor<{ROWS}xf32>
-    %acc = linalg.fill ins(%zero : f32) outs(%empty : tensor<{ROWS}xf32>) -> tensor<{ROWS}xf32>
+    %empty = tensor.empty() : tensor<{rows}xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%empty : tensor<{rows}xf32>) -> tensor<{rows}xf32>
     %sum = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
                             iterator_types = ["parallel", "reduction"]}}
-        ins(%x : tensor<{ROWS}x{COLS}xf32>) outs(%acc : tensor<{ROWS}xf32>) {{
+        ins(%x : tensor<{rows}x{cols}xf32>) outs(%acc : tensor<{rows}xf32>) {{
       ^bb0(%in: f32, %out: f32):
         %add = arith.addf %in, %out : f32
         linalg.yield %add : f32
-    }} -> tensor<{ROWS}xf32>
-    return %sum : tensor<{ROWS}xf32>
+    }} -> tensor<{rows}xf32>
+    return %sum : tensor<{rows}xf32>
   }}
 }}
 """
@@ -126,7 +129,7 @@ def build(out_dir: str, compiler: str | None = None) -> tuple[str, str]:
     os.makedirs(out_dir, exist_ok=True)
     irpa = os.path.join(out_dir, "model.irpa")
     vmfb = compile_cpu(MLIR, "model", out_dir, compiler)
-    compile_cpu(ROWSUM_MLIR, "rowsum", out_dir, compiler)
+    compile_cpu(rowsum_mlir(), "rowsum", out_dir, compiler)
     compile_cpu(TINY_MLIR, "tiny", out_dir, compiler)  # calls as short as IREE makes them: the watcher's load
     index = rt.ParameterIndex()
     for name, value in weights().items():

@@ -4,7 +4,7 @@ Not gputop code: iree.runtime, numpy and the standard library. Loads a module
 whose `main` takes one argument, then calls it N times through the
 FunctionInvoker a `SystemContext` hands out, timing each call itself
 (perf_counter around `main(x)`), and prints one JSON line at the end:
-{"calls": N, "p50_ms": .., "mean_ms": .., "argument_bytes": .., "reads": .., "mistake": ..}.
+{"calls": N, "p50_ms": .., "mean_ms": .., "p95_ms": .., "argument_bytes": .., "reads": .., "mistake": ..}.
 
 Mistakes (`--mistake`):
 - upload: the same numpy array passed on every call (IREE uploads it every time);
@@ -58,6 +58,7 @@ def main() -> None:
                 "calls": len(times),
                 "p50_ms": statistics.median(times) * 1e3,
                 "mean_ms": statistics.fmean(times) * 1e3,
+                "p95_ms": sorted(times)[int(len(times) * 0.95)] * 1e3,
                 "argument_bytes": x.nbytes if args.mistake == "upload" else 0,
                 "result_bytes": last.nbytes,
                 "reads": reads + 1,
