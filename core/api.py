@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from gputop.core.profiling.overhead import PROFILE_LEVELS, kernels_cost_text, overhead_text, overhead_warning
     from gputop.core.profiling.profiles import read_profile
     from gputop.core.profiling.timeline import breakdown_groups_text
-    from gputop.core.program import ProgramHost, ProgramNotStarted, find_command, program_label
+    from gputop.core.program import WATCH_PATH_DIR, ProgramHost, ProgramNotStarted, find_command, program_label
     from gputop.core.program.trace import program_trace
     from gputop.core.renderdoc.captures import capture_info
     from gputop.core.run import RunConfig, Session
@@ -182,7 +182,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "gputop.core.profiling.overhead": ("PROFILE_LEVELS", "kernels_cost_text", "overhead_text", "overhead_warning"),
     "gputop.core.profiling.profiles": ("read_profile",),
     "gputop.core.profiling.timeline": ("breakdown_groups_text",),
-    "gputop.core.program": ("ProgramHost", "ProgramNotStarted", "find_command", "program_label"),
+    "gputop.core.program": ("WATCH_PATH_DIR", "ProgramHost", "ProgramNotStarted", "find_command", "program_label"),
     "gputop.core.program.trace": ("program_trace",),
     "gputop.core.renderdoc.captures": ("capture_info",),
     "gputop.core.run": ("RunConfig", "Session"),

@@ -9,6 +9,7 @@ Prometheus page read it as they read any served run.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -105,6 +106,38 @@ def test_gputop_watch_inside_a_program_makes_the_same_session(program_assets: tu
     report = poll(lambda: json.loads((folder / "report.json").read_text()), timeout=60, every=0.2)
     assert report["functions"][0]["count"] == own["calls"] == 150
     assert report["program"]["pid"] == own["pid"] and report["program"]["ended"] == "exited"
+
+
+def test_gputop_watch_from_a_venv_without_gputop(
+    program_python: Path, program_assets: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`PYTHONPATH=$(gputop watch-path)` in a program's venv without gputop: `gputop.watch()` starts the gputop
+    command found on PATH; without one it says in one line what is missing, and the program runs on."""
+    vmfb, irpa = program_assets
+    path = subprocess.run(
+        [sys.executable, "-m", "gputop.tui", "watch-path"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    command = [str(program_python), str(PROGRAMS / "watch_inside.py"), str(vmfb), str(irpa), "120"]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GPUTOP_WATCH"))}
+    base.update(PYTHONPATH=path, GPUTOP_STATE_DIR=str(tmp_path / "state"))
+    alone = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**base, "PATH": "/usr/bin:/bin"})
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stderr.strip().splitlines() == [
+        "gputop: not watching this program: the gputop command is not on PATH; install gputop where you run it "
+        "(pipx install gputop) or set GPUTOP=/path/to/gputop (this environment needs only $(gputop watch-path) on "
+        "PYTHONPATH)"
+    ]
+    assert json.loads(alone.stdout.strip().splitlines()[-1])["session"] == "None"
+    gputop_bin = str(Path(sys.executable).parent)
+    watched = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env={**base, "PATH": f"{gputop_bin}:/usr/bin:/bin"}
+    )
+    assert watched.returncode == 0, watched.stderr
+    own = json.loads(watched.stdout.strip().splitlines()[-1])
+    folder = Path(own["session"])
+    assert folder.parent == tmp_path / "state" / "sessions"
+    report = poll(lambda: json.loads((folder / "report.json").read_text()), timeout=60, every=0.2)
+    assert report["functions"][0]["count"] == own["calls"] == 120
 
 
 async def test_web_attaches_to_a_served_program(

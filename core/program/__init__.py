@@ -13,6 +13,14 @@ command (`launch`) and ends with it.
 from __future__ import annotations
 
 from gputop.core.program.host import ProgramHost, program_label
-from gputop.core.program.launch import INJECT_DIR, SOCKET_ENV, ProgramNotStarted, find_command
+from gputop.core.program.launch import INJECT_DIR, SOCKET_ENV, WATCH_PATH_DIR, ProgramNotStarted, find_command
 
-__all__ = ["INJECT_DIR", "SOCKET_ENV", "ProgramHost", "ProgramNotStarted", "find_command", "program_label"]
+__all__ = [
+    "INJECT_DIR",
+    "SOCKET_ENV",
+    "WATCH_PATH_DIR",
+    "ProgramHost",
+    "ProgramNotStarted",
+    "find_command",
+    "program_label",
+]

@@ -36,6 +36,7 @@ from gputop.core.processes import pid_alive
 __all__ = [
     "INJECT_DIR",
     "SOCKET_ENV",
+    "WATCH_PATH_DIR",
     "AdoptedProgram",
     "CommandNotExecutable",
     "CommandNotFound",
@@ -47,6 +48,7 @@ __all__ = [
 ]
 
 INJECT_DIR = Path(__file__).resolve().parent / "inject"  # sitecustomize.py and gputop_agent/: stdlib only
+WATCH_PATH_DIR = Path(__file__).resolve().parent / "watch_path"  # gputop/: gputop.watch() without gputop installed
 SOCKET_ENV = "GPUTOP_WATCH_SOCKET"  # where the watcher in each process of the program reports
 STOP_GRACE_S = 5.0  # after SIGINT, before SIGTERM; and again before SIGKILL
 

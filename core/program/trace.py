@@ -14,6 +14,7 @@ calls' perf_counter). Times are microseconds from the first event.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import deque
 from pathlib import Path
@@ -155,10 +156,8 @@ def program_trace(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         manifest = folder / "manifest.json"
         kind = None
-        try:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             kind = json.loads(manifest.read_text(encoding="utf-8")).get("config", {}).get("kind")
-        except (OSError, ValueError, AttributeError):
-            pass
         if kind != "program":
             raise UsageError(
                 f"{folder.name}: --trace is a watched program's timeline (gputop -- CMD); for a run gputop made, "

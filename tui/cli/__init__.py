@@ -42,6 +42,7 @@ from gputop.tui.cli import (
     run,
     serve,
     sessions,
+    watch_path,
     web,
 )
 from gputop.tui.cli.command import Subcommand
@@ -81,6 +82,7 @@ COMMANDS: tuple[Subcommand, ...] = (
     OPEN_SPEC,
     attach.SPEC,
     devices.SPEC,
+    watch_path.SPEC,
 )
 
 # The commands that watch a user's program given after `--` (and the TUI, `gputop -- CMD`).
