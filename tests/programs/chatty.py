@@ -37,6 +37,7 @@ def main() -> None:
                 "p50_ms": statistics.median(times) * 1e3,
                 "p95_ms": sorted(times)[int(len(times) * 0.95)] * 1e3,
                 "seconds": seconds,
+                "ended_at": time.time(),
             }
         ),
         flush=True,

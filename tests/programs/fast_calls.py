@@ -67,6 +67,7 @@ def main() -> None:
                 "calls": len(times),
                 "contexts": contexts,
                 "seconds": seconds,
+                "ended_at": time.time(),
                 "calls_per_s": len(times) / seconds,
                 "p50_ms": statistics.median(times) * 1e3,
                 "p95_ms": sorted(times)[int(len(times) * 0.95)] * 1e3,

@@ -67,6 +67,7 @@ def main() -> None:
                 "context_p50_ms": statistics.median(contexts) * 1e3,
                 "call_p50_ms": statistics.median(calls) * 1e3,
                 "seconds": seconds,
+                "ended_at": time.time(),
                 "pid": os.getpid(),
             }
         ),
