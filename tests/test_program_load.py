@@ -309,3 +309,41 @@ def test_a_trace_of_a_run_gputop_made_is_refused_in_one_line(tmp_path: Path) -> 
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("gputop: error: s: --trace is a watched program's timeline")
     assert not (tmp_path / "t.json").exists()
+
+
+def test_the_programs_traceback_is_its_own(program_python: Path, program_assets: tuple[Path, Path]) -> None:
+    """A crash inside an IREE call: the traceback watched is the one the program prints without gputop (the
+    watcher's wrappers sit between its call and the runtime, and are left out)."""
+    rowsum = _assets(program_assets) / "rowsum.vmfb"
+    args = [str(PROGRAMS / "why_slow.py"), str(rowsum), "3", "--shape", "8x8"]  # the module wants 1024x4096
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    plain = subprocess.run([str(program_python), *args], capture_output=True, text=True, timeout=60, env=env)
+    proc, report, _ = watch(program_python, "why_slow.py", *args[1:])
+    assert plain.returncode == proc.returncode == 1
+
+    def traceback_of(stderr: str) -> list[str]:
+        lines = stderr.splitlines()
+        start = lines.index("Traceback (most recent call last):")
+        return [line for line in lines[start:] if not line.startswith("program ")][:12]
+
+    assert "gputop_agent" not in proc.stderr
+    assert traceback_of(proc.stderr)[:9] == traceback_of(plain.stderr)[:9]
+    assert report is not None and report["program"]["ended"] == "raised"
+
+
+def test_held_results_are_growth_from_the_first_call(program_python: Path, program_assets: tuple[Path, Path]) -> None:
+    """A short program that keeps all 300 results: growth stated exactly (the watcher counts what is held),
+    without waiting for the sampled detector's span of calls."""
+    vmfb, irpa = program_assets
+    proc, report, _ = watch(program_python, "hold_results.py", str(vmfb), str(irpa), "300")
+    assert proc.returncode == 0, proc.stderr
+    own = own_figures(proc)
+    assert report is not None and own["held"] == 300
+    growth = report["memory"]["growth"]
+    assert growth == {"bytes_per_call": own["held_bytes"] // 300, "since_call": 1, "source": "held results"}
+    grows = [h for h in report["hints"] if h.startswith("memory grows")]
+    assert grows == [
+        "memory grows 64.0 KiB per call since call 1: the program keeps the arrays its calls return; "
+        "drop references to old results (copy out what you keep with to_host()) or reuse output "
+        "buffers"
+    ]

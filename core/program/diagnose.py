@@ -24,6 +24,7 @@ __all__ = [
     "contexts_per_call_hints",
     "find_growth",
     "growth_hint",
+    "held_growth",
     "host_memory_hints",
     "loaded_twice_hints",
     "slow_phase_hints",
@@ -208,6 +209,23 @@ def find_growth(points: Sequence[GrowthPoint]) -> MemoryGrowth | None:
             continue
         return MemoryGrowth(bytes_per_call=round(per_call), since_call=since, source=source)
     return None
+
+
+HELD_SHARE = 0.9  # of the calls made whose results are still held: the program keeps (nearly) every result
+HELD_MIN = 5  # results held before that says anything
+
+
+def held_growth(held_count: int, held_bytes: int, calls: int) -> MemoryGrowth | None:
+    """Growth known exactly from the first call: the program holds (nearly) every result its calls returned.
+
+    The sampled detector (`find_growth`) needs GROWTH_MIN_CALLS and a rise over several samples; held results
+    are counted by the watcher itself, so a short program that keeps its 300 results is stated at once.
+    """
+    if held_count < HELD_MIN or calls <= 0 or held_count < HELD_SHARE * calls:
+        return None
+    return MemoryGrowth(
+        bytes_per_call=held_bytes // held_count, since_call=max(1, calls - held_count + 1), source="held results"
+    )
 
 
 def growth_hint(growth: MemoryGrowth | None) -> list[Hint]:

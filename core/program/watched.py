@@ -35,6 +35,7 @@ from gputop.core.program.diagnose import (
     contexts_per_call_hints,
     find_growth,
     growth_hint,
+    held_growth,
     host_memory_hints,
     loaded_twice_hints,
     slow_phase_hints,
@@ -324,7 +325,9 @@ class WatchedProcess:
                     rss_bytes=rss,
                 )
             )
-            growth = find_growth(list(self._growth_points))
+            peak = event.get("held_peak") or {}
+            at_peak = held_growth(int(peak.get("count") or 0), int(peak.get("bytes") or 0), int(peak.get("calls") or 0))
+            growth = at_peak or find_growth(list(self._growth_points))
             changed = growth is not None and growth != self._growth
             # Kept once seen: a program that frees everything at its exit still grew while it ran.
             if growth is not None:

@@ -63,7 +63,8 @@ class Agent(AgentStream, RuntimeWrappers):
             self.calls_total = self.calls_dropped = self.dropped_said = 0
             self.outgoing = bytearray()
             self.called_contexts = set()
-            self.first_calls = self.contexts_ended = 0
+            self.first_calls = self.contexts_ended = self.invoker_calls = 0
+            self.held_peak = (0, 0, 0)
             self.contexts_made = []
             self.pending_parameters = None
             self.commands = b""

@@ -414,6 +414,7 @@ class AgentStream(AgentState):
             "calls_total": calls_made,
             "calls_dropped": self.calls_dropped,
             "held": {"count": counts[0], "bytes": counts[1]},
+            "held_peak": {"count": self.held_peak[0], "bytes": self.held_peak[1], "calls": self.held_peak[2]},
             "devices": [{"device": d.label, "statistics": dict(d.obj.allocator.statistics)} for d in devices],
         }
 

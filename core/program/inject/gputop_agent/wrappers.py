@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RuntimeWrappers"]
 
+_HERE = os.path.dirname(os.path.abspath(__file__))  # the watcher's folder: frames from its files are its own
+
 
 class RuntimeWrappers(AgentState):
     """The agent's wrappers of the runtime's classes and functions, and the describers that read its state."""
@@ -251,13 +253,17 @@ class RuntimeWrappers(AgentState):
         previous: dict[int, tuple[weakref.ref[Any], ...]] = {}
 
         def forget(result_id: int, ref: weakref.ref[Any]) -> None:
-            held.pop(id(ref), None)
+            entry = held.pop(id(ref), None)
+            if entry is not None:
+                agent.held_bytes -= entry[1]
             origins.pop(result_id, None)
 
         def hold(result: Any, depth: int, label: str) -> None:
             if isinstance(result, DeviceArray):
                 ref = weakref.ref(result, partial(forget, id(result)))
-                held[id(ref)] = (ref, result._buffer_view.byte_length)
+                size = result._buffer_view.byte_length
+                held[id(ref)] = (ref, size)
+                agent.held_bytes += size
                 origins[id(result)] = label
             elif depth < 2 and isinstance(result, (tuple, list)):
                 for item in result:
@@ -306,6 +312,9 @@ class RuntimeWrappers(AgentState):
                     fault("results")
                 if inner:
                     hold(result, 0, inner[0][0])
+                    agent.invoker_calls += 1
+                    if len(held) > agent.held_peak[0]:  # the most held at once, and after how many calls
+                        agent.held_peak = (len(held), agent.held_bytes, agent.invoker_calls)
             except Exception as exc:
                 self.stop_recording("held results", exc, area="results")
             return result
@@ -478,9 +487,41 @@ class RuntimeWrappers(AgentState):
                     self.records.append({"kind": "exception", "type": kind.__name__, "message": message, "line": line})
             except Exception:
                 pass
+            try:  # noqa: SIM105
+                tb = _without_watcher(value, tb)
+            except Exception:  # the program's traceback as it came, rather than none
+                pass
             return previous(kind, value, tb)
 
         return excepthook
+
+
+def _strip(tb: Any) -> Any:
+    """`tb` without the watcher's own frames (its wrappers sit between the program's call and the runtime's)."""
+    import types
+
+    frames = []
+    while tb is not None:
+        if _HERE not in tb.tb_frame.f_code.co_filename:
+            frames.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for entry in reversed(frames):
+        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return rebuilt
+
+
+def _without_watcher(value: BaseException, tb: Any) -> Any:
+    """The traceback the program would have printed without gputop: its exception's, and those it chains to,
+    with the watcher's frames left out (as pytest hides its own)."""
+    seen = set()
+    chained: BaseException | None = value
+    while chained is not None and id(chained) not in seen:
+        seen.add(id(chained))
+        if chained.__traceback__ is not None:
+            chained.__traceback__ = _strip(chained.__traceback__)
+        chained = chained.__cause__ or chained.__context__
+    return _strip(tb)
 
 
 def _describe_wrapper(wrapper: Any, original: Any) -> None:
