@@ -17,6 +17,7 @@ ln -sfn "$PWD/core/program/top/__init__.py" /tmp/site/gputop/__init__.py
 ln -sfn "$PWD/core" /tmp/site/gputop/core
 ln -sfn "$PWD/tui" /tmp/site/gputop/tui
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export PATH=/tmp/site/bin:$PATH  # the wheels' commands (py-spy: a watched program's stacks)
 export PYTHONUNBUFFERED=1
 for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
   [ -f "$icd" ] && export VK_DRIVER_FILES="$icd" && break
