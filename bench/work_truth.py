@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gputop.core.profiling.work import read_work
+from gputop.core.profiling.work.dispatch_work import read_work
 
 METRICS = {
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma",

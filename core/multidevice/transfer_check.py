@@ -34,8 +34,8 @@ from gputop.core.module.signature import FunctionSignature, signature_of
 from gputop.core.module.targets import device_names
 from gputop.core.multidevice.affinity import AffinityAnalysis, FunctionAffinity
 from gputop.core.processes import last_line, run_logged
-from gputop.core.profiling.profiles import PROFILING_MODES, profiled_calls_command, runtime_tool
-from gputop.core.profiling.queue_events import Copy, load_queue_log
+from gputop.core.profiling.ireeprof.queue_events import Copy, load_queue_log
+from gputop.core.profiling.ireeprof.tools import PROFILING_MODES, profiled_calls_command, runtime_tool
 from gputop.core.snapshot import DeviceInfo
 
 __all__ = [

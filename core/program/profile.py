@@ -15,7 +15,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from gputop.core.profiling.profiles import DispatchEvent, summarize_events
+from gputop.core.profiling.dispatches import DispatchEvent, summarize_events
 from gputop.core.snapshot import ProfileSummary
 
 __all__ = ["PROFILE_CALLS", "PROFILE_WARMUP_CALLS", "cupti_paths", "profile_from_event", "why_not"]

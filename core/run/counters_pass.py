@@ -25,8 +25,8 @@ from pathlib import Path
 
 from gputop.core.errors import GputopError, Interrupted, ProfileError
 from gputop.core.processes import child_options, run_logged
-from gputop.core.profiling.kernel_counters import read_counters, summary_from_counters
-from gputop.core.profiling.ncu import (
+from gputop.core.profiling.dispatches import pass_stem
+from gputop.core.profiling.ncu.command import (
     PERMISSION,
     counters_command,
     find_ncu,
@@ -35,7 +35,7 @@ from gputop.core.profiling.ncu import (
     ncu_version,
     one_call_command,
 )
-from gputop.core.profiling.profiles import pass_stem
+from gputop.core.profiling.ncu.kernel_counters import read_counters, summary_from_counters
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import CountersPass, DeviceInfo, KernelCounters, ProfileSummary
 from gputop.core.units import seconds

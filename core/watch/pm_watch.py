@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from gputop.core.profiling.pm_sampler import DECODE_EVERY_S, INTERVAL_MS, Refusal
+from gputop.core.profiling.cupti.pm_sampler import DECODE_EVERY_S, INTERVAL_MS, Refusal
 
 __all__ = ["JOIN_S", "PmListener", "PmWatch"]
 
@@ -89,7 +89,7 @@ class PmWatch:
         return self._thread is not None and self._thread.is_alive()
 
     def _loop(self) -> None:
-        from gputop.core.profiling import pm_sampler
+        from gputop.core.profiling.cupti import pm_sampler
 
         sampler: pm_sampler.Sampler | None = None
         ever = False  # whether it ever sampled

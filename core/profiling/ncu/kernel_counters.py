@@ -31,8 +31,8 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from gputop.core.profiling.efficiency import rate_kernel
-from gputop.core.profiling.work import DispatchWork, kernel_key
+from gputop.core.profiling.work.dispatch_work import DispatchWork, kernel_key
+from gputop.core.profiling.work.efficiency import rate_kernel
 from gputop.core.snapshot import CounterRule, CountersPass, KernelCounters, KernelTiming, ProfileSummary
 
 __all__ = [

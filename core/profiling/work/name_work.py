@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gputop.core.profiling.work import DispatchWork
+from gputop.core.profiling.work.dispatch_work import DispatchWork
 
 __all__ = ["NAME_SOURCE", "dispatch_summary", "work_from_name"]
 

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gputop.core.profiling.work import DispatchWork, ModuleWork, kernel_key
+from gputop.core.profiling.work.dispatch_work import DispatchWork, ModuleWork, kernel_key
 from gputop.core.snapshot import KernelTiming, LayerTime, SourceOp
 
 __all__ = [

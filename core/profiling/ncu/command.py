@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputop.core.processes import child_options, last_line
-from gputop.core.profiling.profiles import device_uri, runtime_tool
+from gputop.core.profiling.ireeprof.tools import device_uri, runtime_tool
 from gputop.core.snapshot import DeviceInfo
 
 __all__ = [
