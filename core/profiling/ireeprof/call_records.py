@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from gputop.core.errors import ProfileError
@@ -72,20 +73,23 @@ def _split_calls(ops: list[QueueEvent], calls: int) -> tuple[list[list[QueueEven
     return [ops[a:b] for a, b in itertools.pairwise(edges)], "calls cut at the largest submission gaps"
 
 
-def ireeprof_calls(
-    records: ProfileRecords,
-    walls_ms: list[float],
-    device_ids: list[str],
-    marks: list[tuple[float, float]] | None = None,
-) -> tuple[list[CallRecords], str]:
-    """Each profiled call's records on IREE's host clock, and how device time was placed on it.
+@dataclass(frozen=True)
+class _HostAxis:
+    """Where a record goes on IREE's host clock: each device's clock fit, and each device's name."""
 
-    `walls_ms` are the benchmark tool's synced wall times, one per call in order.
-    `marks` are its timer's (start, stop) stretches from `call_marks`: a call's window starts
-    where the stretch holding its first record starts and lasts the call's wall time.
-    Without them a call's window runs from its first submission to the completion the
-    host saw, and the rest of its wall time is unaccounted.
-    """
+    fits: dict[int, ClockFit]
+    device_ids: list[str]
+
+    def device_name(self, ordinal: int) -> str:
+        return self.device_ids[ordinal] if ordinal < len(self.device_ids) else f"device {ordinal}"
+
+    def host_time(self, tick: float, ordinal: int) -> float:
+        fit = self.fits.get(ordinal)
+        return fit.host_ns(tick) if fit is not None else tick
+
+
+def _host_axis(records: ProfileRecords, device_ids: list[str]) -> tuple[_HostAxis, str]:
+    """Each device's clock fit from the bundle's clock correlations, and how device time was placed."""
     fits: dict[int, ClockFit] = {}
     for ordinal in {c.device_ordinal for c in records.clocks}:
         fit = fit_clock([(c.device_tick, c.host_ns) for c in records.clocks if c.device_ordinal == ordinal])
@@ -100,32 +104,29 @@ def ireeprof_calls(
         if on_host
         else "no clock samples: device ticks taken as host ns"
     )
+    return _HostAxis(fits, device_ids), fit_text
 
-    def device_name(ordinal: int) -> str:
-        return device_ids[ordinal] if ordinal < len(device_ids) else f"device {ordinal}"
 
-    def host_time(tick: float, ordinal: int) -> float:
-        fit = fits.get(ordinal)
-        return fit.host_ns(tick) if fit is not None else tick
-
-    chunks, split = _split_calls(records.queue_ops, len(walls_ms))
-    windows = call_windows(marks or [], [min(op.host_time_ns for op in chunk) for chunk in chunks])
-    if marks:
-        marked = sum(w is not None for w in windows)
-        split += f"; {marked} of {len(chunks)} calls' windows from the benchmark timer's marks"
-    by_submission: dict[int, int] = {}
-    for index, chunk in enumerate(chunks):
-        for op in chunk:
-            by_submission[op.submission_id] = index
+def _submission_spans(
+    records: ProfileRecords, axis: _HostAxis
+) -> tuple[dict[int, list[Interval]], dict[int, Interval]]:
+    """Each submission's spans on the device (allocations left out), and the last span of each submission."""
     spans: dict[int, list[Interval]] = {}
     span_of: dict[int, Interval] = {}
     for span in records.op_spans:
-        start = span.start_ns if span.on_host_clock else host_time(span.start_ns, span.device_ordinal)
-        end = span.end_ns if span.on_host_clock else host_time(span.end_ns, span.device_ordinal)
-        interval = Interval(start, end, span.op, device_name(span.device_ordinal))
+        start = span.start_ns if span.on_host_clock else axis.host_time(span.start_ns, span.device_ordinal)
+        end = span.end_ns if span.on_host_clock else axis.host_time(span.end_ns, span.device_ordinal)
+        interval = Interval(start, end, span.op, axis.device_name(span.device_ordinal))
         span_of[span.submission_id] = interval
         if span.op not in ALLOC_OPS:
             spans.setdefault(span.submission_id, []).append(interval)
+    return spans, span_of
+
+
+def _dispatch_work(
+    records: ProfileRecords, by_submission: dict[int, int], axis: _HostAxis
+) -> tuple[dict[int, list[Interval]], dict[int, float]]:
+    """Each call's dispatches on the host clock, and its kernel time (ns), by the call's index."""
     work: dict[int, list[Interval]] = {}
     kernel_ns: dict[int, float] = {}
     for event in records.dispatches:
@@ -133,9 +134,11 @@ def ireeprof_calls(
         if call is None:
             continue
         if event.clock == "device_tick":
-            start = host_time(event.start_ns, event.device_ordinal)
+            start = axis.host_time(event.start_ns, event.device_ordinal)
             end = (
-                host_time(event.end_ns, event.device_ordinal) if event.end_ns is not None else start + event.duration_ns
+                axis.host_time(event.end_ns, event.device_ordinal)
+                if event.end_ns is not None
+                else start + event.duration_ns
             )
         else:
             start, end = event.start_ns, event.start_ns + event.duration_ns
@@ -145,30 +148,69 @@ def ireeprof_calls(
             ("workgroup_size", list(event.workgroup_size or ())),
             ("timing", event.timing),
         )
-        work.setdefault(call, []).append(Interval(start, end, event.name, device_name(event.device_ordinal), detail))
+        work.setdefault(call, []).append(
+            Interval(start, end, event.name, axis.device_name(event.device_ordinal), detail)
+        )
         kernel_ns[call] = kernel_ns.get(call, 0.0) + event.duration_ns
+    return work, kernel_ns
+
+
+def _queued(
+    chunk: list[QueueEvent], spans: dict[int, list[Interval]], span_of: dict[int, Interval], axis: _HostAxis
+) -> tuple[list[Interval], list[Interval], list[Interval]]:
+    """A call's allocations, its other queue operations (each until it ran) and its submissions' device spans."""
+    allocs, queued, submissions = [], [], []
+    for op in chunk:
+        ran = span_of.get(op.submission_id)
+        name = f"{op.op} {op.payload_bytes} B" if op.payload_bytes else op.op
+        device = axis.device_name(op.device_ordinal)
+        if op.op in ALLOC_OPS:
+            done = (
+                ran.end
+                if ran is not None
+                else (op.ready_host_time_ns if op.ready_host_time_ns is not None else op.host_time_ns)
+            )
+            allocs.append(Interval(op.host_time_ns, max(done, op.host_time_ns), name, device))
+        else:
+            started = (
+                ran.start
+                if ran is not None
+                else (op.ready_host_time_ns if op.ready_host_time_ns is not None else op.host_time_ns)
+            )
+            queued.append(Interval(op.host_time_ns, max(started, op.host_time_ns), name, device))
+            submissions.extend(spans.get(op.submission_id, []))
+    return allocs, queued, submissions
+
+
+def ireeprof_calls(
+    records: ProfileRecords,
+    walls_ms: list[float],
+    device_ids: list[str],
+    marks: list[tuple[float, float]] | None = None,
+) -> tuple[list[CallRecords], str]:
+    """Each profiled call's records on IREE's host clock, and how device time was placed on it.
+
+    `walls_ms` are the benchmark tool's synced wall times, one per call in order.
+    `marks` are its timer's (start, stop) stretches from `call_marks`: a call's window starts
+    where the stretch holding its first record starts and lasts the call's wall time.
+    Without them a call's window runs from its first submission to the completion the
+    host saw, and the rest of its wall time is unaccounted.
+    """
+    axis, fit_text = _host_axis(records, device_ids)
+    chunks, split = _split_calls(records.queue_ops, len(walls_ms))
+    windows = call_windows(marks or [], [min(op.host_time_ns for op in chunk) for chunk in chunks])
+    if marks:
+        marked = sum(w is not None for w in windows)
+        split += f"; {marked} of {len(chunks)} calls' windows from the benchmark timer's marks"
+    by_submission: dict[int, int] = {}
+    for index, chunk in enumerate(chunks):
+        for op in chunk:
+            by_submission[op.submission_id] = index
+    spans, span_of = _submission_spans(records, axis)
+    work, kernel_ns = _dispatch_work(records, by_submission, axis)
     result = []
     for index, (chunk, wall) in enumerate(zip(chunks, walls_ms, strict=False)):
-        allocs, queued, submissions = [], [], []
-        for op in chunk:
-            ran = span_of.get(op.submission_id)
-            name = f"{op.op} {op.payload_bytes} B" if op.payload_bytes else op.op
-            device = device_name(op.device_ordinal)
-            if op.op in ALLOC_OPS:
-                done = (
-                    ran.end
-                    if ran is not None
-                    else (op.ready_host_time_ns if op.ready_host_time_ns is not None else op.host_time_ns)
-                )
-                allocs.append(Interval(op.host_time_ns, max(done, op.host_time_ns), name, device))
-            else:
-                started = (
-                    ran.start
-                    if ran is not None
-                    else (op.ready_host_time_ns if op.ready_host_time_ns is not None else op.host_time_ns)
-                )
-                queued.append(Interval(op.host_time_ns, max(started, op.host_time_ns), name, device))
-                submissions.extend(spans.get(op.submission_id, []))
+        allocs, queued, submissions = _queued(chunk, spans, span_of, axis)
         device_end = max((i.end for i in [*submissions, *work.get(index, [])]), default=None)
         # The host saw the device finish when something waiting on it moved: an operation became
         # ready, or a queue-ordered free was processed.
