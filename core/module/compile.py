@@ -7,7 +7,7 @@ user's cache directory keyed by the source bytes, the flags and the compiler
 version, so a second run of the same module costs no compile at all. The full
 compiler output is kept in a log file; the user sees one line per error.
 Beside each cached module the compiler's dump of its executable sources is
-kept (`KEY.sources/`): the dispatches' own IR, from which `work.py` counts
+kept (`KEY.sources/`): the dispatches' own IR, from which `profiling/work/ir_count.py` counts
 their FLOPs and bytes.
 
 A cached module is trusted only as far as its digest: `KEY.sha256` (in

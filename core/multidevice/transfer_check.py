@@ -2,7 +2,7 @@
 
 The stream IR says which copy commands move a value from one device to another
 (`core/multidevice/affinity.py`); a profiled call says which copies the devices really ran
-(`core/profiling/queue_events.py`: queue copies with their payload bytes, and the copies
+(`core/profiling/ireeprof/queue_events.py`: queue copies with their payload bytes, and the copies
 recorded into each executed command buffer, with their binding slots). This
 runs one call of the module with IREE's shipped `iree-benchmark-module` and
 HAL profiling on, matches every copy the compiler planned with a copy that ran

@@ -4,7 +4,7 @@ The profile pass times the live module's own calls; hardware counters cannot
 be had that way, because ncu replays each kernel many times over and owns the
 process it profiles. So a counters pass hands the run's `.vmfb`, function and
 inputs (the same `.npy` files the profile pass gives IREE's benchmark tool) to
-`iree-run-module` under `ncu` (`core/profiling/ncu.py`), in a process of its
+`iree-run-module` under `ncu` (`core/profiling/ncu/command.py`), in a process of its
 own, on a thread of its own: the run's call loop only starts it and goes on
 calling. Its result is a `CountersPass` in the run's state, joined to the
 Kernels table by kernel name; a run with no profile yet gets the counters'

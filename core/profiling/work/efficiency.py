@@ -1,6 +1,6 @@
 """Each kernel's time set against its work and the device's limits: the roofline, per profile pass.
 
-A profile pass gives times; `work.py` gives each dispatch's FLOPs and bytes
+A profile pass gives times; `ir_count.py` gives each dispatch's FLOPs and bytes
 from its IR, and `name_work.py` from its name where the IR is not at hand
 (a `.vmfb` compiled elsewhere); `peaks.py` gives the device's ceilings, scaled to the clocks
 `watch/clocks.py` read during the pass. This joins the three by the dispatch's
