@@ -29,7 +29,7 @@ UNITS_TO_US = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
 
 
 def iree_profile_rows(bundle: str) -> dict[str, dict[str, Any]]:
-    from gputop.core.profiling.profiles import runtime_tool
+    from gputop.core.profiling.ireeprof.tools import runtime_tool
 
     proc = subprocess.run(
         [runtime_tool("iree-profile"), "dispatch", "--format=jsonl", bundle], capture_output=True, text=True, check=True

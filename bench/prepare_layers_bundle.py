@@ -105,7 +105,8 @@ def main() -> None:
     from gputop.core.module.targets import CUDA_FLAGS, VULKAN_NVIDIA_FLAGS
     from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_FLAGS
     from gputop.core.onnx.onnx_import import DEBUGINFO_FLAG, import_onnx
-    from gputop.core.profiling.work import module_work, sources_dir_for, work_file_for
+    from gputop.core.profiling.work.dispatch_work import sources_dir_for, work_file_for
+    from gputop.core.profiling.work.ir_count import module_work
 
     model = args.out / "cnn.onnx"
     if not model.exists():

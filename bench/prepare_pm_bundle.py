@@ -19,7 +19,8 @@ from pathlib import Path
 
 from gputop.core.module.compile import compile_module
 from gputop.core.module.targets import CUDA_FLAGS
-from gputop.core.profiling.work import module_work, work_file_for
+from gputop.core.profiling.work.dispatch_work import work_file_for
+from gputop.core.profiling.work.ir_count import module_work
 
 N = 4096
 

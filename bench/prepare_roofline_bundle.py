@@ -30,7 +30,8 @@ from gputop.core.module.demos import DEMOS
 from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS
 from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_FLAGS
 from gputop.core.onnx.onnx_import import import_onnx
-from gputop.core.profiling.work import module_work, work_file_for
+from gputop.core.profiling.work.dispatch_work import work_file_for
+from gputop.core.profiling.work.ir_count import module_work
 
 TARGETS = {"cuda": CUDA_FLAGS, "vulkan": VULKAN_NVIDIA_FLAGS}
 # What iree-run-module takes under ncu: the function and splat inputs of the right shapes.

@@ -36,7 +36,7 @@ from gputop.core.module.signature import signature_of
 from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
 from gputop.core.multidevice.affinity import affinity_flags, analyse_module
 from gputop.core.multidevice.transfer_check import input_shapes
-from gputop.core.profiling.profiles import runtime_tool
+from gputop.core.profiling.ireeprof.tools import runtime_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))

@@ -39,10 +39,15 @@ from typing import Any
 import numpy as np
 
 from gputop.core.module.devices import resolve_device
-from gputop.core.profiling.call_marks import marks_environment, marks_library
+from gputop.core.profiling.ireeprof.call_marks import marks_environment, marks_library
+from gputop.core.profiling.ireeprof.tool_pass import CALL_PROFILING_MODES, profile_with_ireeprof
+from gputop.core.profiling.ireeprof.tools import (
+    PROFILING_MODES,
+    benchmark_call_ms,
+    profiled_calls_command,
+    timed_repetitions,
+)
 from gputop.core.profiling.overhead import PROFILE_LEVELS
-from gputop.core.profiling.profiles import PROFILING_MODES, benchmark_call_ms, profiled_calls_command, timed_repetitions
-from gputop.core.profiling.tool_pass import CALL_PROFILING_MODES, profile_with_ireeprof
 from gputop.core.snapshot import DeviceInfo
 
 AGREE = 0.02  # the pass's own ratio and the bench's within this of each other
@@ -129,7 +134,7 @@ def cuda_rounds(
 ) -> tuple[dict[str, list[float]], list[float]]:
     """CUDA in this process: each CUPTI part's mean call per round, then the pass's own ratio `passes` times."""
     from gputop.core.module.inputs import parse_input
-    from gputop.core.profiling.cupti import BREAKDOWN_KINDS, record_calls, record_kernels
+    from gputop.core.profiling.cupti.activity import BREAKDOWN_KINDS, record_calls, record_kernels
     from gputop.core.profiling.overhead import measure_overhead, run_window
     from gputop.core.runners.iree_runner import IreeModuleRun
 

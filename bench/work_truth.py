@@ -1,6 +1,6 @@
 """gputop's FLOPs and bytes per dispatch against Nsight Compute's counters for the same kernels.
 
-gputop counts a dispatch's work from its IR (`core/profiling/work.py`); Nsight Compute
+gputop counts a dispatch's work from its IR (`core/profiling/work/ir_count.py`); Nsight Compute
 counts what the GPU executed and moved. FLOPs: `2 x FFMA + FADD + FMUL`
 thread instructions (`smsp__sass_thread_inst_executed_op_{ffma,fadd,fmul}_pred_on.sum`),
 target within 1% for the matmuls. Bytes: `dram__bytes_read.sum +
@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gputop.core.profiling.work import read_work
+from gputop.core.profiling.work.dispatch_work import read_work
 
 METRICS = {
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma",

@@ -52,10 +52,10 @@ if TYPE_CHECKING:
     from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, analyse_module
     from gputop.core.multidevice.transfer_check import observe_module
     from gputop.core.paths import discard_session_dir, new_session_dir, write_crash_log
-    from gputop.core.profiling.efficiency import ridge_intensity
+    from gputop.core.profiling.breakdown import breakdown_groups_text
+    from gputop.core.profiling.ireeprof.ireeperf import read_profile
     from gputop.core.profiling.overhead import PROFILE_LEVELS, kernels_cost_text, overhead_text, overhead_warning
-    from gputop.core.profiling.profiles import read_profile
-    from gputop.core.profiling.timeline import breakdown_groups_text
+    from gputop.core.profiling.work.efficiency import ridge_intensity
     from gputop.core.program import WATCH_PATH_DIR, ProgramHost, ProgramNotStarted, find_command, program_label
     from gputop.core.program.trace import program_trace
     from gputop.core.renderdoc.captures import capture_info
@@ -178,10 +178,10 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "gputop.core.multidevice.affinity": ("AffinityAnalysis", "affinity_flags", "analyse_module"),
     "gputop.core.multidevice.transfer_check": ("observe_module",),
     "gputop.core.paths": ("discard_session_dir", "new_session_dir", "write_crash_log"),
-    "gputop.core.profiling.efficiency": ("ridge_intensity",),
+    "gputop.core.profiling.work.efficiency": ("ridge_intensity",),
     "gputop.core.profiling.overhead": ("PROFILE_LEVELS", "kernels_cost_text", "overhead_text", "overhead_warning"),
-    "gputop.core.profiling.profiles": ("read_profile",),
-    "gputop.core.profiling.timeline": ("breakdown_groups_text",),
+    "gputop.core.profiling.ireeprof.ireeperf": ("read_profile",),
+    "gputop.core.profiling.breakdown": ("breakdown_groups_text",),
     "gputop.core.program": ("WATCH_PATH_DIR", "ProgramHost", "ProgramNotStarted", "find_command", "program_label"),
     "gputop.core.program.trace": ("program_trace",),
     "gputop.core.renderdoc.captures": ("capture_info",),

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.profiling.pm_sampler import DECODE_EVERY_S
+from gputop.core.profiling.cupti.pm_sampler import DECODE_EVERY_S
 from gputop.core.run import RunConfig
 from gputop.core.run.state import RunState
 from gputop.core.snapshot import RunSnapshot, to_json

@@ -247,7 +247,7 @@ ARGUMENTS = CORPUS / "arguments"
 def _iree_run_module(source: Path, tmp_path: Path, *inputs: str) -> str:
     """What IREE's own iree-run-module prints for the same module on two local-task devices."""
     from gputop.core.module.compile import compile_module
-    from gputop.core.profiling.profiles import runtime_tool
+    from gputop.core.profiling.ireeprof.tools import runtime_tool
 
     vmfb = compile_module(source, TWO_LOCAL, log_dir=tmp_path).vmfb_path
     proc = subprocess.run(

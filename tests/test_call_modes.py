@@ -25,7 +25,7 @@ import pytest
 from conftest import run_gputop
 from gputop.core.call_modes import find_modes, modes_text, modes_with_clocks
 from gputop.core.compare import compare_reports, comparison_text
-from gputop.core.profiling.timeline import breakdown_groups_text
+from gputop.core.profiling.breakdown import breakdown_groups_text
 from gputop.core.records.calls import CALL_BUCKETS_MS
 from gputop.core.snapshot import CallStats, DeviceInfo, Phases, RunSnapshot, to_json
 from gputop.tui.panes.run import modes_line

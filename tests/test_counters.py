@@ -24,10 +24,7 @@ from conftest import run_gputop, run_json
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
 from gputop.core.module.targets import LOCAL_FLAGS
-from gputop.core.profiling.efficiency import KernelEfficiency
-from gputop.core.profiling.kernel_counters import counter_value, read_counters, summary_from_counters, with_counters
-from gputop.core.profiling.name_work import work_from_name
-from gputop.core.profiling.ncu import (
+from gputop.core.profiling.ncu.command import (
     METRICS,
     NCU_ENV,
     PERMISSION,
@@ -38,7 +35,11 @@ from gputop.core.profiling.ncu import (
     one_call_command,
     parse_version,
 )
-from gputop.core.profiling.work import ModuleWork, module_work
+from gputop.core.profiling.ncu.kernel_counters import counter_value, read_counters, summary_from_counters, with_counters
+from gputop.core.profiling.work.dispatch_work import ModuleWork
+from gputop.core.profiling.work.efficiency import KernelEfficiency
+from gputop.core.profiling.work.ir_count import module_work
+from gputop.core.profiling.work.name_work import work_from_name
 from gputop.core.run import RunConfig, Session
 from gputop.core.run.counters_pass import CountersRunner
 from gputop.core.run.flow import RunContext

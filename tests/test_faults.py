@@ -361,7 +361,7 @@ def test_session_ids_sort_by_time_whatever_the_time_zone(tmp_path: Path, own_cac
 def test_two_profile_passes_or_exports_in_one_second_keep_their_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gputop.core.profiling.profiles import pass_stem
+    from gputop.core.profiling.dispatches import pass_stem
     from gputop.core.run.profiling import PASS_FILE
     from gputop.core.store.writer import SessionWriter
 

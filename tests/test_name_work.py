@@ -29,10 +29,11 @@ from gputop.core.module.targets import LOCAL_FLAGS
 from gputop.core.multidevice.affinity import affinity_flags
 from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_FLAGS
 from gputop.core.onnx.onnx_import import import_onnx
-from gputop.core.profiling.efficiency import rate_kernel
-from gputop.core.profiling.name_work import dispatch_summary, work_from_name
-from gputop.core.profiling.peaks import gpu_peaks
-from gputop.core.profiling.work import ModuleWork, module_work, sources_dir_for, work_file_for
+from gputop.core.profiling.work.dispatch_work import ModuleWork, sources_dir_for, work_file_for
+from gputop.core.profiling.work.efficiency import rate_kernel
+from gputop.core.profiling.work.ir_count import module_work
+from gputop.core.profiling.work.name_work import dispatch_summary, work_from_name
+from gputop.core.profiling.work.peaks import gpu_peaks
 from gputop.core.snapshot import KernelTiming
 from gputop.core.wording import limits_line
 from gputop.tui.text import run_report

@@ -18,7 +18,9 @@ import pytest
 from rich.console import Console
 
 from conftest import run_gputop
-from gputop.core.profiling.call_marks import marks_library
+from gputop.core.profiling.ireeprof.call_marks import marks_library
+from gputop.core.profiling.ireeprof.tool_pass import CALL_PROFILING_MODES
+from gputop.core.profiling.ireeprof.tools import PROFILING_MODES, benchmark_call_ms
 from gputop.core.profiling.overhead import (
     SLOW_CALL_ENV,
     SLOW_REFERENCE_CALL_ENV,
@@ -27,8 +29,6 @@ from gputop.core.profiling.overhead import (
     overhead_text,
     overhead_warning,
 )
-from gputop.core.profiling.profiles import PROFILING_MODES, benchmark_call_ms
-from gputop.core.profiling.tool_pass import CALL_PROFILING_MODES
 from gputop.core.run.requests import Controls
 from gputop.core.store.replay import read_snapshots
 from gputop.tui.panes.kernels import pass_cost_warning

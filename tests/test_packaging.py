@@ -46,7 +46,7 @@ def test_the_wheel_builds_without_setuptools_warnings_and_holds_the_demos(tmp_pa
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
     for demo in ("mlp.mlir", "conv.mlir", "opencl_chain.toml", "opencl_chain.cl"):
         assert f"gputop/core/demos/{demo}" in names, sorted(n for n in names if "demos" in n)
-    assert "gputop/core/profiling/call_marks.c" in names
+    assert "gputop/core/profiling/ireeprof/call_marks.c" in names
     # the watcher a watched program gets on its PYTHONPATH: sitecustomize.py and the gputop_agent package beside it
     for watcher in ("sitecustomize.py", "gputop_agent/__init__.py", "gputop_agent/agent.py"):
         assert f"gputop/core/program/inject/{watcher}" in names

@@ -20,7 +20,7 @@ from conftest import run_gputop, run_json
 from gputop.core.compare import compare_reports, comparison_text
 from gputop.core.compare.diff import Comparison, Condition
 from gputop.core.compare.pm import pm_clock_mhz, short_reason
-from gputop.core.profiling.pm_sampler import PERMISSION
+from gputop.core.profiling.cupti.pm_sampler import PERMISSION
 from gputop.core.store.report import pm_sampling_json
 
 ROW = "PM sampling (calls p50)"

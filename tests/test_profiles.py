@@ -10,7 +10,8 @@ import pytest
 
 from conftest import assert_one_line_error, run_gputop, run_json
 from gputop.core.errors import ProfileError
-from gputop.core.profiling.profiles import parse_ireeperf, read_profile, runtime_tool
+from gputop.core.profiling.ireeprof.ireeperf import parse_ireeperf, read_profile
+from gputop.core.profiling.ireeprof.tools import runtime_tool
 
 DISPATCHES = {
     "mlp_dispatch_0_matmul_256x1024x1024_f32",

@@ -18,8 +18,8 @@ from gputop.core.module.demos import DEMOS
 from gputop.core.module.targets import LOCAL_FLAGS
 from gputop.core.multidevice.affinity import affinity_flags
 from gputop.core.processes import run_logged
-from gputop.core.profiling.profiles import runtime_tool
-from gputop.core.profiling.queue_events import Copy, load_queue_log, parse_queue_log
+from gputop.core.profiling.ireeprof.queue_events import Copy, load_queue_log, parse_queue_log
+from gputop.core.profiling.ireeprof.tools import runtime_tool
 
 CORPUS = Path(__file__).parent / "data" / "affinity"
 TWO_LOCAL = affinity_flags(["local:0", "local:1"], [LOCAL_FLAGS, LOCAL_FLAGS])

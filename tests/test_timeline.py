@@ -24,8 +24,8 @@ from textual.geometry import Region
 from tui_pilot import wait_for
 
 from conftest import run_json
-from gputop.core.profiling.profiles import runtime_tool
-from gputop.core.profiling.timeline import CallRecords, Interval, build_breakdown, classify_call, fit_clock
+from gputop.core.profiling.breakdown import CallRecords, Interval, build_breakdown, classify_call, fit_clock
+from gputop.core.profiling.ireeprof.tools import runtime_tool
 from gputop.core.snapshot import SEGMENT_KINDS
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
@@ -286,8 +286,8 @@ def test_without_call_marks_the_ends_of_a_call_are_unaccounted(tmp_path: Path) -
 
 def test_call_marks_are_the_benchmark_timers_stretches(tmp_path: Path) -> None:
     """The marks library, loaded into iree-benchmark-module, stamps each timed call on IREE's clock."""
-    from gputop.core.profiling.call_marks import marks_environment, marks_library, read_marks
-    from gputop.core.profiling.profiles import benchmark_call_ms
+    from gputop.core.profiling.ireeprof.call_marks import marks_environment, marks_library, read_marks
+    from gputop.core.profiling.ireeprof.tools import benchmark_call_ms
 
     library, why = marks_library()
     assert library is not None, why
@@ -321,8 +321,8 @@ def test_the_calls_window_is_on_this_processs_monotonic_clock(tmp_path: Path) ->
     import time
 
     from gputop.core.module.devices import resolve_device
-    from gputop.core.profiling.profiles import benchmark_call_ms
-    from gputop.core.profiling.tool_pass import profile_with_ireeprof
+    from gputop.core.profiling.ireeprof.tool_pass import profile_with_ireeprof
+    from gputop.core.profiling.ireeprof.tools import benchmark_call_ms
 
     vmfb = tmp_path / "m.vmfb"
     compiled = run_json("demo:mlp", "--device", "cpu", "-n", "0")[1]["compile"]["vmfb"]

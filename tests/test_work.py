@@ -19,7 +19,8 @@ from conftest import run_gputop, run_json
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
 from gputop.core.module.targets import LOCAL_FLAGS
-from gputop.core.profiling.work import DispatchWork, ModuleWork, module_work, sources_dir_for, work_file_for
+from gputop.core.profiling.work.dispatch_work import DispatchWork, ModuleWork, sources_dir_for, work_file_for
+from gputop.core.profiling.work.ir_count import module_work
 
 F32 = 4
 

@@ -12,7 +12,7 @@ source bench/gpu/setup.sh >/dev/null
 D=.device/perturb
 results_folder ncu_capture
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
-RUN=$(python3 -c "from gputop.core.profiling.profiles import runtime_tool; print(runtime_tool('iree-run-module'))")
+RUN=$(python3 -c "from gputop.core.profiling.ireeprof.tools import runtime_tool; print(runtime_tool('iree-run-module'))")
 log "ncu: $NCU; $("$NCU" --version | tail -1); iree-run-module: $RUN"
 "$NCU" --version > "$OUT_DIR/ncu_version.txt" 2>&1
 timeout 60 "$NCU" --query-metrics > "$OUT_DIR/query_metrics.txt" 2>&1

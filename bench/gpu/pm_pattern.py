@@ -57,7 +57,7 @@ def main() -> None:
     if args.sample_inside:
         import threading
 
-        from gputop.core.profiling import pm_sampler
+        from gputop.core.profiling.cupti import pm_sampler
 
         pm_sampler.load_libraries()
         sampler = pm_sampler.Sampler(0, args.interval_ms, args.max_samples)

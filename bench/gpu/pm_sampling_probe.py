@@ -71,7 +71,7 @@ def step(name: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
 
 def cupti_call(name: str, call: bool = True, **fields: Any) -> Any:
     """The engine's own `pm_sampler.cupti_call` on `cupti.cupti` (imported in main)."""
-    from gputop.core.profiling.pm_sampler import cupti_call as engine_call
+    from gputop.core.profiling.cupti.pm_sampler import cupti_call as engine_call
 
     return engine_call(cc, name, call, **fields)
 

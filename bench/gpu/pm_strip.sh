@@ -22,7 +22,7 @@ log "$(gpu_host)"
 if step catalogue; then
   log "== catalogue"
   timeout 120 python3 - << 'PY' 2>&1 | tee -a "$OUT_DIR/log.txt"
-from gputop.core.profiling import pm_sampler as s
+from gputop.core.profiling.cupti import pm_sampler as s
 s.load_libraries()
 ordinal, name = s.cuda_ordinal(None)
 sp = s.Sampler(ordinal, 1.0)

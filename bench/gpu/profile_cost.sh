@@ -4,7 +4,7 @@
 # and demo:mlp on cuda and vulkan.
 #   carry: .whl .whl-cuda .gl .device     then:  bash bench/gpu/profile_cost.sh [MODULE-DEVICE ...]
 # Default: mm2-cuda mm2-vulkan mlp-cuda mlp-vulkan. Needs .device/perturb/ (compiled on the CPU machine, see its
-# README.txt) and .device/common/call_marks.so (built from core/profiling/call_marks.c on the CPU machine: the GPU
+# README.txt) and .device/common/call_marks.so (built from core/profiling/ireeprof/call_marks.c on the CPU machine: the GPU
 # machine has no C compiler). Results: $OUT/profile_cost/MODULE_DEVICE.{json,txt}. PROFILE_COST_LEVEL=full measures
 # full passes; the default level's second run (no dispatch timestamps) is a bench variant on Vulkan and HIP.
 set -u

@@ -28,7 +28,7 @@ gputop_run() {  # NAME VMFB DEVICE EXTRA...: a profiled run, its report as NAME.
     > "$OUT_DIR/$name.txt" 2>&1 || log "$name failed (exit $?): $(tail -1 "$OUT_DIR/$name.txt")"
 }
 [ -f "$BUNDLE/manifest.json" ] || { echo "no $BUNDLE/manifest.json: run bench/prepare_roofline_bundle.py first" >&2; exit 2; }
-RUN_MODULE=$($PY -c "from gputop.core.profiling.profiles import runtime_tool; print(runtime_tool('iree-run-module'))")
+RUN_MODULE=$($PY -c "from gputop.core.profiling.ireeprof.tools import runtime_tool; print(runtime_tool('iree-run-module'))")
 log "start; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 smi
 

@@ -24,7 +24,7 @@ for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulka
 done
 mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd
 export GPUTOP_STATE_DIR=/tmp/gputop-state GPUTOP_CACHE_DIR=/tmp/gputop-cache
-# No C compiler there: the call marks (core/profiling/call_marks.c) come built from the CPU machine.
+# No C compiler there: the call marks (core/profiling/ireeprof/call_marks.c) come built from the CPU machine.
 [ -f .device/common/call_marks.so ] && export GPUTOP_CALL_MARKS_LIB=$PWD/.device/common/call_marks.so
 gputop() { python3 -m gputop.tui "$@"; }
 # A script's steps: `step NAME` is true when NAME is among the words of $STEPS (each script sets its default).

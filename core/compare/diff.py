@@ -29,7 +29,7 @@ from gputop.core.compare.pm import pm_clock_mhz, pm_sampled, pm_sampling_text
 from gputop.core.compare.samples import as_array
 from gputop.core.compare.significance import BLOCKS, block_statistics, bootstrap_change, mann_whitney_u
 from gputop.core.errors import UsageError
-from gputop.core.profiling.source_ops import display_name
+from gputop.core.profiling.work.source_ops import display_name
 from gputop.core.records.calls import CallMode
 from gputop.core.records.profile import SourceOp
 from gputop.core.wording import neighbours_text

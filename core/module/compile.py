@@ -7,7 +7,7 @@ user's cache directory keyed by the source bytes, the flags and the compiler
 version, so a second run of the same module costs no compile at all. The full
 compiler output is kept in a log file; the user sees one line per error.
 Beside each cached module the compiler's dump of its executable sources is
-kept (`KEY.sources/`): the dispatches' own IR, from which `work.py` counts
+kept (`KEY.sources/`): the dispatches' own IR, from which `profiling/work/ir_count.py` counts
 their FLOPs and bytes.
 
 A cached module is trusted only as far as its digest: `KEY.sha256` (in
@@ -233,28 +233,7 @@ def _compile_once(
     if use_cache and cached.exists() and not _intact(cached, notify):
         cached.unlink(missing_ok=True)  # never loaded again; the compile below puts a good one in its place
     if use_cache and cached.exists() and cached.stat().st_size > 0:
-        if (
-            not (cached.with_suffix(".sources") / LOCATED_MARK).exists()
-            or not cached.with_suffix(SITES_SUFFIX).exists()
-        ):
-            # Cached before gputop kept the executable sources, or kept them without their ops' locations
-            # (which name each kernel's source ops): dump them alone (no codegen, about a second).
-            shutil.rmtree(cached.with_suffix(".sources"), ignore_errors=True)
-            cached.with_suffix(".work.json").unlink(missing_ok=True)
-            source_for_compiler = _source_file(source_path, data, log_root, key, write_source)
-            _dump_sources_only(
-                source_for_compiler, flags, cached.with_suffix(".sources"), log_root, key, cancel, notify
-            )
-            dump_dispatch_sites(source_for_compiler, flags, cached.with_suffix(SITES_SUFFIX), log_root, key, cancel)
-        # The first compile's log travels with the module: this session gets its copy and warnings.
-        cached_log = cached.with_suffix(".log")
-        if not cached_log.exists():
-            return CompiledModule(cached, flags, key, True, 0.0, (), None)
-        shutil.copyfile(cached_log, log_path)
-        text = log_path.read_text(encoding="utf-8", errors="replace")
-        return CompiledModule(
-            cached, flags, key, True, 0.0, tuple(parse_diagnostics(text, log_path=str(log_path))), log_path
-        )
+        return _from_cache(cached, source_path, data, flags, key, log_root, log_path, cancel, write_source, notify)
 
     bad = known_bad_target(flags)
     cached.parent.mkdir(parents=True, exist_ok=True)
@@ -291,9 +270,42 @@ def _compile_once(
     return CompiledModule(cached, flags, key, False, elapsed, diagnostics, log_path)
 
 
+def _from_cache(
+    cached: Path,
+    source_path: Path,
+    data: bytes,
+    flags: tuple[str, ...],
+    key: str,
+    log_root: Path,
+    log_path: Path,
+    cancel: threading.Event | None,
+    write_source: bool,
+    notify: Callable[[str], None] | None,
+) -> CompiledModule:
+    """The cached `.vmfb` (its executable sources dumped again where they are missing or without locations),
+    with a copy of its first compile's log and that log's diagnostics."""
+    if not (cached.with_suffix(".sources") / LOCATED_MARK).exists() or not cached.with_suffix(SITES_SUFFIX).exists():
+        # Cached before gputop kept the executable sources, or kept them without their ops' locations
+        # (which name each kernel's source ops): dump them alone (no codegen, about a second).
+        shutil.rmtree(cached.with_suffix(".sources"), ignore_errors=True)
+        cached.with_suffix(".work.json").unlink(missing_ok=True)
+        source_for_compiler = _source_file(source_path, data, log_root, key, write_source)
+        _dump_sources_only(source_for_compiler, flags, cached.with_suffix(".sources"), log_root, key, cancel, notify)
+        dump_dispatch_sites(source_for_compiler, flags, cached.with_suffix(SITES_SUFFIX), log_root, key, cancel)
+    # The first compile's log travels with the module: this session gets its copy and warnings.
+    cached_log = cached.with_suffix(".log")
+    if not cached_log.exists():
+        return CompiledModule(cached, flags, key, True, 0.0, (), None)
+    shutil.copyfile(cached_log, log_path)
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    return CompiledModule(
+        cached, flags, key, True, 0.0, tuple(parse_diagnostics(text, log_path=str(log_path))), log_path
+    )
+
+
 SOURCES_DUMP_FLAG = "--iree-hal-dump-executable-sources-to"
 # Printed with each op's location, the dumped sources say which ONNX node or source line every op of a
-# kernel came from (`profiling/source_ops.py`). The flag changes only what is printed, not the module.
+# kernel came from (`profiling/work/source_ops.py`). The flag changes only what is printed, not the module.
 DEBUGINFO_FLAG = "--mlir-print-debuginfo"
 # Written into a kept sources folder dumped with DEBUGINFO_FLAG (older caches lack it and are dumped again).
 LOCATED_MARK = ".located"

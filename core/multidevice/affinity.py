@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import CompileError, UsageError
+from gputop.core.mlir_ops import op_of, walk
 from gputop.core.module.compile import compile_failure, find_compiler, read_source
 from gputop.core.module.diagnostics import parse_diagnostics
-from gputop.core.module.mlir_ops import op_of, walk
 from gputop.core.module.targets import device_names
 from gputop.core.multidevice.sizes import SizeExpr
 from gputop.core.multidevice.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows

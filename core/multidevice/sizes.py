@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gputop.core.module.mlir_ops import op_of
+from gputop.core.mlir_ops import op_of
 
 __all__ = ["SizeExpr", "size_expr"]
 

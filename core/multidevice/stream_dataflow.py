@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gputop.core.module.mlir_ops import op_of, walk
+from gputop.core.mlir_ops import op_of, walk
 from gputop.core.multidevice.sizes import SizeExpr, size_expr
 
 END = 1 << 62  # the end of a byte range whose length the IR does not give as a constant

@@ -2,7 +2,7 @@
 
 The stream IR says which copy commands move a value from one device to another
 (`core/multidevice/affinity.py`); a profiled call says which copies the devices really ran
-(`core/profiling/queue_events.py`: queue copies with their payload bytes, and the copies
+(`core/profiling/ireeprof/queue_events.py`: queue copies with their payload bytes, and the copies
 recorded into each executed command buffer, with their binding slots). This
 runs one call of the module with IREE's shipped `iree-benchmark-module` and
 HAL profiling on, matches every copy the compiler planned with a copy that ran
@@ -34,8 +34,8 @@ from gputop.core.module.signature import FunctionSignature, signature_of
 from gputop.core.module.targets import device_names
 from gputop.core.multidevice.affinity import AffinityAnalysis, FunctionAffinity
 from gputop.core.processes import last_line, run_logged
-from gputop.core.profiling.profiles import PROFILING_MODES, profiled_calls_command, runtime_tool
-from gputop.core.profiling.queue_events import Copy, load_queue_log
+from gputop.core.profiling.ireeprof.queue_events import Copy, load_queue_log
+from gputop.core.profiling.ireeprof.tools import PROFILING_MODES, profiled_calls_command, runtime_tool
 from gputop.core.snapshot import DeviceInfo
 
 __all__ = [

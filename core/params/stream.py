@@ -113,6 +113,58 @@ class _Chunk:
     length: int
 
 
+class _Batch:
+    """One batch of chunks between the readers and the loading thread: the chunks handed out in order, the
+    free slots the readers fill, the filled ones the loading thread queues, and the copies in flight."""
+
+    def __init__(
+        self,
+        chunks: list[_Chunk],
+        slots: list[StagingSlot],
+        wanted: int,
+        slot_bytes: int,
+        unmade: collections.deque[int],
+    ) -> None:
+        self.chunks = chunks
+        self.slots = slots  # every slot taken for the batch, the ones made ahead included
+        self.wanted = wanted  # how many slots the batch may have
+        self.slot_bytes = slot_bytes  # with the direct reads' padding
+        self.unmade = unmade  # the device buffers still to make, in the order the chunks first need them
+        self.free: queue.SimpleQueue[StagingSlot] = queue.SimpleQueue()
+        for slot in slots:
+            self.free.put(slot)
+        self.filled: queue.SimpleQueue[tuple[StagingSlot, _Chunk, int] | BaseException] = queue.SimpleQueue()
+        self.in_flight: collections.deque[StagingSlot] = collections.deque()
+        self.stopping = threading.Event()
+        self._cursor = 0
+        self._cursor_lock = threading.Lock()
+
+    def next_chunk(self) -> _Chunk | None:
+        with self._cursor_lock:
+            if self.stopping.is_set() or self._cursor >= len(self.chunks):
+                return None
+            self._cursor += 1
+            return self.chunks[self._cursor - 1]
+
+    def read(self, tally: ReaderTally) -> None:
+        """A reader thread: chunks into free slots until none is left or the batch stops."""
+        clock = time.perf_counter
+        try:
+            while (chunk := self.next_chunk()) is not None:
+                waited = clock()
+                slot = self.free.get()
+                reading = clock()
+                tally.slot_wait_s += reading - waited
+                if self.stopping.is_set():
+                    return
+                start, how = chunk.file.read_chunk(slot.view, chunk.file_offset, chunk.length)
+                tally.read_s += clock() - reading
+                tally.add(how, chunk.length)
+                self.filled.put((slot, chunk, start))
+        except BaseException as exc:  # handed to the loading thread, which raises it
+            self.filled.put(exc)
+
+
 @dataclass
 class _Totals:
     requested: int = 0
@@ -418,113 +470,93 @@ class ParameterStream:
         wanted = count * max(1, self._options.slots_per_worker)
         slots = self._pool.take(slot_bytes + padding, count if overlap else wanted)
         self._clock.add_allocate(time.perf_counter() - started)
-        free: queue.SimpleQueue[StagingSlot] = queue.SimpleQueue()
-        for slot in slots:
-            free.put(slot)
-        filled: queue.SimpleQueue[tuple[StagingSlot, _Chunk, int] | BaseException] = queue.SimpleQueue()
-        cursor = [0]
-        cursor_lock = threading.Lock()
-        stopping = threading.Event()
+        # The device buffers still to make, in the order the chunks first need them.
+        unmade = collections.deque(dict.fromkeys(c.request for c in chunks)) if overlap else collections.deque()
+        batch = _Batch(chunks, slots, wanted, slot_bytes + padding, unmade)
         tallies = [ReaderTally() for _ in range(count)]
         loader = LoaderTally()
         clock = time.perf_counter
-        # The device buffers still to make, in the order the chunks first need them.
-        unmade = collections.deque(dict.fromkeys(c.request for c in chunks)) if overlap else collections.deque()
-
-        def make_ahead() -> bool:
-            """One allocation the pipeline will want (a staging slot first, then a device buffer); False
-            when none is left."""
-            began = clock()
-            if len(slots) < wanted:
-                slot = self._pool.take(slot_bytes + padding, 1, have=len(slots))[0]
-                slots.append(slot)
-                free.put(slot)
-            else:
-                while unmade and targets.made(unmade[0]):
-                    unmade.popleft()
-                if not unmade:
-                    return False
-                targets.get(unmade.popleft())
-            loader.allocate_s += clock() - began
-            return True
-
-        def next_chunk() -> _Chunk | None:
-            with cursor_lock:
-                if stopping.is_set() or cursor[0] >= len(chunks):
-                    return None
-                cursor[0] += 1
-                return chunks[cursor[0] - 1]
-
-        def read(tally: ReaderTally) -> None:
-            try:
-                while (chunk := next_chunk()) is not None:
-                    waited = clock()
-                    slot = free.get()
-                    reading = clock()
-                    tally.slot_wait_s += reading - waited
-                    if stopping.is_set():
-                        return
-                    start, how = chunk.file.read_chunk(slot.view, chunk.file_offset, chunk.length)
-                    tally.read_s += clock() - reading
-                    tally.add(how, chunk.length)
-                    filled.put((slot, chunk, start))
-            except BaseException as exc:  # handed to the loading thread, which raises it
-                filled.put(exc)
-
         readers = [
-            threading.Thread(target=read, args=(tally,), name=f"gputop-params-{i}", daemon=True)
+            threading.Thread(target=batch.read, args=(tally,), name=f"gputop-params-{i}", daemon=True)
             for i, tally in enumerate(tallies)
         ]
         began = clock()
         for reader in readers:
             reader.start()
-        in_flight: collections.deque[StagingSlot] = collections.deque()
         ahead = overlap
         try:
             for _ in range(len(chunks)):
-                item: tuple[StagingSlot, _Chunk, int] | BaseException | None = None
-                while item is None:
-                    if self._should_stop():
-                        raise RuntimeError("CANCELLED; the parameter load was stopped")
-                    while in_flight and in_flight[0].landed():  # slots back to the readers as soon as free
-                        free.put(self._settled(in_flight.popleft()))
-                    try:
-                        item = filled.get_nowait()
-                    except queue.Empty:
-                        if ahead and (ahead := make_ahead()):
-                            continue  # nothing to queue: made a buffer the load will need instead of waiting
-                        waited = clock()
-                        if in_flight:
-                            # Nothing read yet: the readers are reading or waiting for a slot, and the oldest
-                            # copy is the next to land (no timed poll: a sleep here capped the rate at ~5 GB/s).
-                            free.put(self._settled(in_flight.popleft()))
-                            loader.dma_wait_s += clock() - waited
-                        else:
-                            with contextlib.suppress(queue.Empty):
-                                item = filled.get(timeout=0.1)
-                            loader.read_wait_s += clock() - waited
-                if isinstance(item, BaseException):
-                    raise item
+                item, ahead = self._next_filled(batch, targets, loader, ahead)
                 slot, chunk, start = item
                 made = clock()
                 target = targets.get(chunk.request)  # made here if no idle moment came before it was needed
                 if overlap:
                     loader.allocate_s += clock() - made
                 self._submit_copy(slot, target, chunk, start)
-                in_flight.append(slot)
+                batch.in_flight.append(slot)
         finally:
-            stopping.set()
+            batch.stopping.set()
             for slot in slots:
-                free.put(slot)  # wakes readers waiting for a slot, so they see the stop
+                batch.free.put(slot)  # wakes readers waiting for a slot, so they see the stop
             for reader in readers:
                 reader.join()  # waits with the GIL released: the TUI and the sampler run meanwhile
             waited = clock()
-            while in_flight:
-                self._settled(in_flight.popleft())
+            while batch.in_flight:
+                self._settled(batch.in_flight.popleft())
             ended = clock()
             loader.dma_wait_s += ended - waited
             self._clock.add_batch(chunk_bytes=slot_bytes, wall_s=ended - began, readers=tallies, loader=loader)
             self._clock.last_byte(ended)
+
+    def _next_filled(
+        self, batch: _Batch, targets: DeviceTargets, loader: LoaderTally, ahead: bool
+    ) -> tuple[tuple[StagingSlot, _Chunk, int], bool]:
+        """The next slot a reader filled (with its chunk and where the bytes start), and whether making ahead
+        is still worth trying; meanwhile, landed copies' slots go back to the readers."""
+        clock = time.perf_counter
+        in_flight, free = batch.in_flight, batch.free
+        item: tuple[StagingSlot, _Chunk, int] | BaseException | None = None
+        while item is None:
+            if self._should_stop():
+                raise RuntimeError("CANCELLED; the parameter load was stopped")
+            while in_flight and in_flight[0].landed():  # slots back to the readers as soon as free
+                free.put(self._settled(in_flight.popleft()))
+            try:
+                item = batch.filled.get_nowait()
+            except queue.Empty:
+                if ahead and (ahead := self._make_ahead(batch, targets, loader)):
+                    continue  # nothing to queue: made a buffer the load will need instead of waiting
+                waited = clock()
+                if in_flight:
+                    # Nothing read yet: the readers are reading or waiting for a slot, and the oldest
+                    # copy is the next to land (no timed poll: a sleep here capped the rate at ~5 GB/s).
+                    free.put(self._settled(in_flight.popleft()))
+                    loader.dma_wait_s += clock() - waited
+                else:
+                    with contextlib.suppress(queue.Empty):
+                        item = batch.filled.get(timeout=0.1)
+                    loader.read_wait_s += clock() - waited
+        if isinstance(item, BaseException):
+            raise item
+        return item, ahead
+
+    def _make_ahead(self, batch: _Batch, targets: DeviceTargets, loader: LoaderTally) -> bool:
+        """One allocation the pipeline will want (a staging slot first, then a device buffer); False
+        when none is left."""
+        began = time.perf_counter()
+        if len(batch.slots) < batch.wanted:
+            slot = self._pool.take(batch.slot_bytes, 1, have=len(batch.slots))[0]
+            batch.slots.append(slot)
+            batch.free.put(slot)
+        else:
+            unmade = batch.unmade
+            while unmade and targets.made(unmade[0]):
+                unmade.popleft()
+            if not unmade:
+                return False
+            targets.get(unmade.popleft())
+        loader.allocate_s += time.perf_counter() - began
+        return True
 
     def _submit_copy(self, slot: StagingSlot, target: Any, chunk: _Chunk, source_offset: int) -> None:
         rt = self._rt

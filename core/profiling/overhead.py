@@ -47,7 +47,7 @@ __all__ = [
     "slowed_for_test",
 ]
 
-# The levels of a profile pass (`tool_pass.py`): default explains calls within WARN_RATIO where a cheaper run
+# The levels of a profile pass (`ireeprof/tool_pass.py`): default explains calls within WARN_RATIO where a cheaper run
 # allows; full keeps every record, whatever it costs, and says what.
 PROFILE_LEVELS = ("default", "full")
 WARN_RATIO = 1.05  # profiled calls more than 5% slower than unprofiled ones: the kernel times are suspect

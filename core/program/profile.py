@@ -15,14 +15,14 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from gputop.core.profiling.profiles import DispatchEvent, summarize_events
+from gputop.core.profiling.dispatches import DispatchEvent, summarize_events
 from gputop.core.snapshot import ProfileSummary
 
 __all__ = ["PROFILE_CALLS", "PROFILE_WARMUP_CALLS", "cupti_paths", "profile_from_event", "why_not"]
 
 PROFILE_CALLS = 10  # the program's calls a profile records, as the TUI's p does for a gputop run
 # Calls recorded before those and left out: CUPTI's first calls after it starts recording run slower (its buffers,
-# the driver's instrumentation), as gputop's own CUDA pass found (RECORDING_WARMUP_CALLS in profiling/cupti.py).
+# the driver's instrumentation), as gputop's own CUDA pass found (profiling/cupti/activity.py: RECORDING_WARMUP_CALLS).
 PROFILE_WARMUP_CALLS = 3
 
 

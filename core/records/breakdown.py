@@ -1,6 +1,6 @@
 """Where a profiled call's wall time goes: disjoint parts that add up, and its median call's segments.
 
-`profiling.timeline` builds a `CallBreakdown` from a profile pass's own
+`profiling.breakdown` builds a `CallBreakdown` from a profile pass's own
 records; it rides on the pass's `ProfileSummary` and the Calls pane draws it.
 """
 

@@ -3,7 +3,7 @@
 `PassClocks` (NVML readings over a pass, `ClockReading` each) and
 `DevicePeaks` (a datasheet's or a CPU's peak rates, scaled to the pass's
 clock) are what a kernel's share of the roofline is measured against
-(`profiling.efficiency`). Together because the peaks are only meaningful at
+(`profiling.work.efficiency`). Together because the peaks are only meaningful at
 the clock the pass ran at. `CallClocks` is the same GPU's clocks over the
 run's plain calls (`watch.call_clocks`): a call time means little without the
 clock it ran at either.

@@ -1,6 +1,6 @@
 """Hardware counters from a counters pass: one call profiled by Nsight Compute in another process.
 
-`profiling.ncu` runs the pass and `profiling.kernel_counters` reads its
+`profiling.ncu` runs the pass and `profiling.ncu.kernel_counters` reads its
 report into these; they are joined onto the Kernels table's rows by kernel
 name (`KernelTiming.counters`).
 """

@@ -1,7 +1,7 @@
 """The GPU's own counters over the run, sampled while it goes on: CUPTI PM sampling's figures (issue 48).
 
-`PmSampling` is what the engine's PM sampling (`profiling.pm_sampler`,
-`profiling.pm_watch`, `run.state.pm`) hands viewers in every snapshot: which
+`PmSampling` is what the engine's PM sampling (`profiling.cupti.pm_sampler`,
+`watch.pm_watch`, `run.state.pm`) hands viewers in every snapshot: which
 metrics it reads and in what units, whether it samples now (or why not), the
 newest values and a strip of the last seconds for each, and each metric's
 median and 95th percentile over the calls (a call's value is the mean of the

@@ -1,7 +1,7 @@
 """One profile pass: the Kernels table, its synced call time, and what the pass cost.
 
-`profiling.profiles` and the tool pass build a `ProfileSummary` of
-`KernelTiming` rows; `profiling.efficiency` adds work and the roofline, the
+`profiling.ireeprof` and the tool pass build a `ProfileSummary` of
+`KernelTiming` rows; `profiling.work.efficiency` adds work and the roofline, the
 counters pass joins its measured counters, and the run adds the pass's clocks,
 breakdown and neighbours. It gathers the records of those other modules; none
 of them needs it.
@@ -22,7 +22,7 @@ __all__ = ["KernelTiming", "LayerTime", "PoolUsage", "ProfileOverhead", "Profile
 
 @dataclass(frozen=True)
 class SourceOp:
-    """One op of the user's model that a kernel was formed from (`profiling/source_ops.py`)."""
+    """One op of the user's model that a kernel was formed from (`profiling/work/source_ops.py`)."""
 
     name: str | None  # the ONNX node's name, or a name location's (`loc("fc1")`); None for a plain MLIR op
     op: str  # the ONNX op type (Conv) or the MLIR op (linalg.matmul)
@@ -58,7 +58,7 @@ class KernelTiming:
     source: str  # ireeprof, cupti, opencl
     timing: str  # what the clock is: device timestamps, or host execution on CPU devices
     timestamp: float = field(default_factory=now)
-    # Work and efficiency (core/profiling/work.py, name_work.py, efficiency.py): counted from the dispatch's own IR
+    # Work and efficiency (core/profiling/work/: ir_count, name_work, efficiency): counted from the dispatch's own IR
     # or read from its name (work_source), against the device's peaks at the pass's clock. None where the work or
     # the peak is unknown.
     flops: int | None = None  # per dispatch: adds, subs, muls, divs, FMA as 2, math functions as 1

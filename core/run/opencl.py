@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from gputop.core.module.check import compare_outputs
 from gputop.core.module.devices import resolve_opencl_device
-from gputop.core.profiling.profiles import summarize_events
-from gputop.core.profiling.timeline import build_breakdown
+from gputop.core.profiling.breakdown import build_breakdown
+from gputop.core.profiling.dispatches import summarize_events
 from gputop.core.run.config import TargetKind
 from gputop.core.run.flow import RunContext, Uncapturable, Uncountable, end_sampling, timed_teardown
 from gputop.core.run.state import PUBLISH_INTERVAL_S

@@ -31,7 +31,6 @@ from typing import Any
 
 from gputop.core.errors import UnwritableFolder
 from gputop.core.paths import new_session_dir, note_session_dir
-from gputop.core.profiling.pm_watch import PmWatch
 from gputop.core.run.state import RunState
 from gputop.core.run.viewer_ops import OwnerOps, Remote, answer
 from gputop.core.serving.control_socket import ControlServer
@@ -41,6 +40,7 @@ from gputop.core.store.writer import SessionWriter
 from gputop.core.watch.call_clocks import CallClockWatch
 from gputop.core.watch.clocks import gpu_clock_for
 from gputop.core.watch.neighbours import NeighbourWatch, watch_roots
+from gputop.core.watch.pm_watch import PmWatch
 
 __all__ = ["PM_START_WAIT_S", "RunParts", "pm_refusal_for"]
 

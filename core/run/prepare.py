@@ -21,7 +21,7 @@ from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, a
 from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
 from gputop.core.onnx.onnx_import import DEBUGINFO_FLAG, OPSET, explain_compile_failure, import_onnx
 from gputop.core.onnx.onnx_model import F64_FLAG
-from gputop.core.profiling.source_ops import SourceOrigin
+from gputop.core.profiling.work.source_ops import SourceOrigin
 from gputop.core.run.config import Target, TargetKind
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import DeviceInfo

@@ -24,8 +24,10 @@ from pathlib import Path
 from gputop.core.compare.samples import dispatch_samples
 from gputop.core.errors import GputopError, Interrupted, UnwritableFile, no_space_left
 from gputop.core.module.compile import SITES_SUFFIX
-from gputop.core.profiling.cupti import BREAKDOWN_KINDS, record_calls
-from gputop.core.profiling.efficiency import KernelEfficiency
+from gputop.core.profiling.breakdown import breakdown_line, build_breakdown
+from gputop.core.profiling.cupti.activity import BREAKDOWN_KINDS, record_calls
+from gputop.core.profiling.dispatches import DispatchEvent, pass_stem, summarize_events, write_trace
+from gputop.core.profiling.ireeprof.tool_pass import profile_with_ireeprof
 from gputop.core.profiling.overhead import (
     cupti_floor,
     kernels_cost_text,
@@ -35,11 +37,9 @@ from gputop.core.profiling.overhead import (
     run_window,
     slowed_for_test,
 )
-from gputop.core.profiling.profiles import DispatchEvent, pass_stem, summarize_events, write_trace
-from gputop.core.profiling.source_ops import SourceOrigin, source_op_map
-from gputop.core.profiling.timeline import breakdown_line, build_breakdown
-from gputop.core.profiling.tool_pass import profile_with_ireeprof
-from gputop.core.profiling.work import module_work
+from gputop.core.profiling.work.efficiency import KernelEfficiency
+from gputop.core.profiling.work.ir_count import module_work
+from gputop.core.profiling.work.source_ops import SourceOrigin, source_op_map
 from gputop.core.run.capture import timed
 from gputop.core.run.flow import RunContext
 from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary, SourceOp, to_json

@@ -20,8 +20,8 @@ import numpy as np
 
 from gputop.core.errors import CompileError, DeviceUnavailableError, RuntimeFailure, UsageError
 from gputop.core.processes import first_line
-from gputop.core.profiling.profiles import DispatchEvent
-from gputop.core.profiling.timeline import CallRecords, Interval
+from gputop.core.profiling.breakdown import CallRecords, Interval
+from gputop.core.profiling.dispatches import DispatchEvent
 from gputop.core.runners.opencl_spec import RunSpec, ScalarArg
 from gputop.core.snapshot import DeviceInfo, PoolStats, StageTimings
 

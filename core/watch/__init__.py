@@ -6,8 +6,10 @@ A run's times and memory mean little without what the machine did meanwhile.
 event, results to a callback): `memory.py` samples the allocators, devices and
 host memory, `neighbours.py` who else used the GPU and the host, `clocks.py`
 the GPU's clocks around a profile pass (and the warm-up before it), and
-`call_clocks.py` the same clocks while the run's calls go. They read
-the machine, never the run, and hand back frozen values.
+`call_clocks.py` the same clocks while the run's calls go, and `pm_watch.py`
+the GPU's own counters (CUPTI's PM sampler, `profiling/cupti/pm_sampler.py`,
+on the watcher's thread: a pause or resume wakes it at once). They read the
+machine, never the run, and hand back frozen values.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ stopped by a `threading.Event` (so a stop wakes it at once rather than after
 a sleep), re-armed only after a look ends (a slow read never piles up looks),
 a failed look skipped rather than fatal, and a daemon that `stop` joins, so it
 never outlives the run that owns it nor holds the process open. A subclass
-says only what one look is.
+says only what one look is; one whose looks need more than a period (the PM
+sampler's watch, which a pause wakes at once) gives its thread's `run` too,
+and keeps the start, the stop and the join.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Watcher(ABC, Generic[T]):
     def start(self) -> None:
         """Start the thread; the first look comes one period from now. A watcher runs once: after `stop`, make
         a new one."""
-        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+        self._thread = threading.Thread(target=self.run, name=self.name, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -60,7 +62,8 @@ class Watcher(ABC, Generic[T]):
         if thread is not None and thread.is_alive() and threading.current_thread() is not thread:
             thread.join(timeout=JOIN_S)
 
-    def _loop(self) -> None:
+    def run(self) -> None:
+        """The thread's body: a look every period until `stop`."""
         while not self._stopping.wait(self.every_s):
             try:
                 result = self.look()

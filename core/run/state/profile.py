@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
-from gputop.core.profiling.kernel_counters import with_counters
+from gputop.core.profiling.ncu.kernel_counters import with_counters
 from gputop.core.records.counters import CountersPass
 from gputop.core.records.profile import ProfileSummary
 

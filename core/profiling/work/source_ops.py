@@ -4,7 +4,7 @@ IREE names a kernel for its executable (`main_graph$async_dispatch_10_conv_...`)
 its user thinks in layers (`/layers/conv1/Conv`, `model.py:42`). The link is in
 the compiler's own output: the executable sources that `compile.py` dumps beside
 every module keep each op's MLIR location when printed with
-`--mlir-print-debuginfo`, and `work.py` reads, for each dispatch, the locations of
+`--mlir-print-debuginfo`, and `ir_count.py` reads, for each dispatch, the locations of
 its compute ops (its loads and stores, for a copy). This module turns those
 locations into `SourceOp`s: an ONNX node's name and op type (gputop's importer
 gives every op its node's name as location), or `file:line:col` in the user's
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gputop.core.profiling.work import DispatchWork, ModuleWork, kernel_key
+from gputop.core.profiling.work.dispatch_work import DispatchWork, ModuleWork, kernel_key
 from gputop.core.snapshot import KernelTiming, LayerTime, SourceOp
 
 __all__ = [

@@ -280,7 +280,7 @@ def compute_peak_tflops(peaks: DevicePeaks, dtype: str | None, contraction: bool
         rate = peaks.f16_tensor_tflops if dtype == "f16" else peaks.bf16_tensor_tflops
         return rate if rate is not None else peaks.f32_tflops
     if dtype == "tf32" and contraction and peaks.tf32_tensor_tflops is not None:
-        return peaks.tf32_tensor_tflops  # measured on the tensor path (kernel_counters.py): f32 data, TF32 units
+        return peaks.tf32_tensor_tflops  # measured on the tensor path (ncu/kernel_counters.py): f32 data, TF32 units
     if dtype == "f64":
         return peaks.f64_tflops
     # f32 (and f16 outside contractions): IREE's f32 matmuls use FMA, not TF32, unless asked to.

@@ -1,6 +1,6 @@
 """Each kernel's time set against its work and the device's limits: the roofline, per profile pass.
 
-A profile pass gives times; `work.py` gives each dispatch's FLOPs and bytes
+A profile pass gives times; `ir_count.py` gives each dispatch's FLOPs and bytes
 from its IR, and `name_work.py` from its name where the IR is not at hand
 (a `.vmfb` compiled elsewhere); `peaks.py` gives the device's ceilings, scaled to the clocks
 `watch/clocks.py` read during the pass. This joins the three by the dispatch's
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputop.core.profiling.name_work import work_from_name
-from gputop.core.profiling.peaks import at_clock, compute_peak_tflops, peaks_for
-from gputop.core.profiling.source_ops import SourceOpMap, layer_times, with_source_ops
-from gputop.core.profiling.work import DispatchWork, ModuleWork
+from gputop.core.profiling.work.dispatch_work import DispatchWork, ModuleWork
+from gputop.core.profiling.work.name_work import work_from_name
+from gputop.core.profiling.work.peaks import at_clock, compute_peak_tflops, peaks_for
+from gputop.core.profiling.work.source_ops import SourceOpMap, layer_times, with_source_ops
 from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary, SourceOp
 
 __all__ = ["KernelEfficiency", "rate_kernel", "ridge_intensity"]

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gputop.core.errors import ProfileError
-from gputop.core.profiling.profiles import DispatchEvent
-from gputop.core.profiling.timeline import CallRecords, Interval
+from gputop.core.profiling.breakdown import CallRecords, Interval
+from gputop.core.profiling.dispatches import DispatchEvent
 
 __all__ = ["BREAKDOWN_KINDS", "BUFFER_BYTES", "cupti_unavailable_reason", "record_calls", "record_kernels"]
 

@@ -34,7 +34,7 @@ def marks_library() -> tuple[Path | None, str | None]:
     if given:
         path = Path(given)
         return (path, None) if path.is_file() else (None, f"{ENV_LIBRARY}={given}: no such file")
-    source = resources.files("gputop.core.profiling").joinpath("call_marks.c").read_bytes()
+    source = resources.files("gputop.core.profiling.ireeprof").joinpath("call_marks.c").read_bytes()
     built = cache_dir() / "call-marks" / f"call_marks-{hashlib.sha256(source).hexdigest()[:16]}.so"
     if built.is_file():
         return built, None

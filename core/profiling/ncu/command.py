@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputop.core.processes import child_options, last_line
-from gputop.core.profiling.profiles import device_uri, runtime_tool
+from gputop.core.profiling.ireeprof.tools import device_uri, runtime_tool
 from gputop.core.snapshot import DeviceInfo
 
 __all__ = [
@@ -53,7 +53,7 @@ PERMISSION = (
     "or load the nvidia kernel module with NVreg_RestrictProfilingToAdminUsers=0"
 )
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats")
-# What each kernel's row is made of (core/profiling/kernel_counters.py reads them back). The tensor-path counters
+# What each kernel's row is made of (core/profiling/ncu/kernel_counters.py reads them back). The tensor-path counters
 # (GH100 and later; an older chip answers n/a, and the kernel's tensor ops are then unknown) are asked for
 # with their .sum rollup, as every other counter here.
 METRICS = (

@@ -1,7 +1,7 @@
 """FLOPs and bytes of a dispatch read from the name IREE gave it, for modules without executable sources.
 
 A `.vmfb` compiled elsewhere, which is what most deployments run, comes
-without the executable sources that `work.py` counts. Its dispatch names still
+without the executable sources that `ir_count.py` counts. Its dispatch names still
 say what the compiler saw. IREE's `AnnotateDispatchesPass` names each dispatch
 after its costliest op: the op's kind, its static loop ranges and its
 operands' element types (all operands', or one when they agree). Some real
@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gputop.core.profiling.work import DispatchWork
+from gputop.core.profiling.work.dispatch_work import DispatchWork
 
 __all__ = ["NAME_SOURCE", "dispatch_summary", "work_from_name"]
 
@@ -55,7 +55,7 @@ EXTENDED = re.compile(rf"(?P<kind>[a-z][a-z0-9_]*?)_(?P<shape>(?:(?:\d+|D)x)*)(?
 
 # IREE's data tiling: `unpack_` before and `_pack` after the op it packs for, or the packing op itself.
 PACKED = ("unpack_", "pack_", "set_encoding_", "unset_encoding_")
-SOFTMAX_FLOPS_PER_ELEMENT = 4  # as work.py counts linalg.softmax: subtract, exp, sum, divide
+SOFTMAX_FLOPS_PER_ELEMENT = 4  # as ir_count.py counts linalg.softmax: subtract, exp, sum, divide
 
 # Contractions: each iteration point is one multiply-add (2 FLOPs on floats); the element count of
 # (first input, second input, output) from the loop ranges, in the order the op's definition sets them.
@@ -144,7 +144,7 @@ def _linalg_work(kernel: str, op: _Parsed) -> DispatchWork:
 def _contraction(kernel: str, kind: str, ranges: tuple[int, ...], types: tuple[str, ...]) -> DispatchWork:
     """A multiply-add at every iteration point; operand sizes where the op's definition fixes them."""
     accumulator = types[-1]
-    flops = 2 * math.prod(ranges) if _is_float(accumulator) else 0  # integer arithmetic is not counted (work.py)
+    flops = 2 * math.prod(ranges) if _is_float(accumulator) else 0  # integer arithmetic is not counted (ir_count.py)
     loops, shapes = CONTRACTIONS.get(kind, (0, None))
     operand_types = types * 3 if len(types) == 1 else types
     why = None
@@ -202,7 +202,7 @@ def _is_float(element: str) -> bool:
 
 
 def _tensor_bytes(elements: int, element: str) -> int:
-    """As work.py sizes a tensor: whole bytes of the packed elements; an i1 takes a byte."""
+    """As ir_count.py sizes a tensor: whole bytes of the packed elements; an i1 takes a byte."""
     bits = 64 if element == "index" else int(re.findall(r"\d+", element)[0])
     bits = 8 if bits == 1 else bits
     return (elements * bits + 7) // 8

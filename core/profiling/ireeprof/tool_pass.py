@@ -21,7 +21,17 @@ from pathlib import Path
 
 from gputop.core.errors import ProfileError
 from gputop.core.processes import last_line, run_logged
-from gputop.core.profiling.call_marks import marks_environment, marks_library, read_marks
+from gputop.core.profiling.breakdown import CallRecords, build_breakdown
+from gputop.core.profiling.dispatches import DispatchEvent, SourceOpsOf, pass_stem, summarize_events, write_trace
+from gputop.core.profiling.ireeprof.call_marks import marks_environment, marks_library, read_marks
+from gputop.core.profiling.ireeprof.call_records import breakdown_source, calls_window_ns, explain_hints, ireeprof_calls
+from gputop.core.profiling.ireeprof.ireeperf import ProfileRecords, decode_bundle
+from gputop.core.profiling.ireeprof.tools import (
+    PROFILING_MODES,
+    benchmark_call_ms,
+    profiled_calls_command,
+    timed_repetitions,
+)
 from gputop.core.profiling.overhead import (
     PROFILE_LEVELS,
     SLOW_CALL_ENV,
@@ -30,24 +40,6 @@ from gputop.core.profiling.overhead import (
     measure_overhead,
     slowed_calls,
 )
-from gputop.core.profiling.profiles import (
-    PROFILING_MODES,
-    DispatchEvent,
-    ProfileRecords,
-    SourceOpsOf,
-    benchmark_call_ms,
-    breakdown_source,
-    calls_window_ns,
-    decode_bundle,
-    explain_hints,
-    ireeprof_calls,
-    pass_stem,
-    profiled_calls_command,
-    summarize_events,
-    timed_repetitions,
-    write_trace,
-)
-from gputop.core.profiling.timeline import CallRecords, build_breakdown
 from gputop.core.snapshot import DeviceInfo, ProfileOverhead, ProfileSummary, to_json
 
 __all__ = ["CALL_PROFILING_MODES", "UNPROFILED_TOOL_METHOD", "profile_with_ireeprof"]

@@ -10,7 +10,7 @@ samples at all while another process ran matmuls beside it, and the same
 sampler on a thread of the calling process decoded 4601 1 ms samples whose
 SM throughput read 7.9% inside the kernel (ncu: 7.64%) and 0 between
 (`bench/gpu/pm_strip.sh`). So `Sampler` runs in the engine, beside IREE's
-CUDA device, and `profiling.pm_watch` drains it on a thread.
+CUDA device, and `watch.pm_watch` drains it on a thread.
 
 GH100 needs a single-pass metric set for `sm__throughput` (19 passes plain,
 one under `TriageCompute`), so the picker tries each set the chip has and

@@ -1,11 +1,14 @@
 """PM sampling on a thread of the engine: opens CUPTI's sampler beside the run's CUDA device and drains it.
 
-`PmWatch` owns one `profiling.pm_sampler.Sampler` on its own daemon thread:
-every CUPTI call (enable, configure, decode, disable) is made there, so the
-call loop never waits on one. Every DECODE_EVERY_S it decodes the hardware
-buffer and hands the rows, with what decoding took, to its listener (the
-run's state). `pause(why)` stops and disables sampling (the counters are then
-free for `ncu`) and `resume()` enables it again; `stop()` ends it for good.
+`PmWatch` owns one `profiling.cupti.pm_sampler.Sampler` on a watcher's daemon
+thread (the `Watcher` base: started once, stopped and joined as the other
+watchers are): every CUPTI call (enable, configure, decode, disable) is made
+there, so the call loop never waits on one. Every DECODE_EVERY_S (its period)
+it decodes the hardware buffer (its look) and hands the rows, with what
+decoding took, to its listener (the run's state). Unlike the other watchers it
+is woken early: a pause or resume acts at once, not a period later.
+`pause(why)` stops and disables sampling (the counters are then free for
+`ncu`) and `resume()` enables it again; `stop()` ends it for good.
 Each change of state, and a refusal, goes to the listener as one line.
 """
 
@@ -19,11 +22,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from gputop.core.profiling.pm_sampler import DECODE_EVERY_S, INTERVAL_MS, Refusal
+from gputop.core.profiling.cupti.pm_sampler import DECODE_EVERY_S, INTERVAL_MS, Refusal
+from gputop.core.watch.watcher import Watcher
 
-__all__ = ["JOIN_S", "PmListener", "PmWatch"]
-
-JOIN_S = 5.0
+__all__ = ["PmListener", "PmWatch"]
 
 
 class PmListener(Protocol):
@@ -36,26 +38,22 @@ class PmListener(Protocol):
     def pm_not_sampling(self, state: str, reason: str) -> None: ...
 
 
-class PmWatch:
+class PmWatch(Watcher[None]):
     """Samples one CUDA GPU (`uuid`) from a thread of this process, from `start()` to `stop()`."""
 
     def __init__(self, listener: PmListener, uuid: str | None, interval_ms: float = INTERVAL_MS) -> None:
+        super().__init__("gputop-pm-sampling", DECODE_EVERY_S)
         self.listener = listener
         self.uuid = uuid
         self.interval_ms = interval_ms
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # a pause, resume or stop: acted on at once, not a period later
         self._lock = threading.Lock()
         self._want: tuple[str, str] | None = None  # (state, why) while it should not sample; None: sample
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._sampler: Any = None  # the open `pm_sampler.Sampler`, on the watcher's thread only
         self._idle = threading.Event()  # set while no sampler is enabled (before the first, in a pause, at the end)
         self._idle.set()
         self._settled = threading.Event()  # set once the first start has sampled or been refused
         self.refused: Refusal | None = None  # a refusal every later start would meet too
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="gputop-pm-sampling", daemon=True)
-        self._thread.start()
 
     def pause(self, state: str, why: str, wait_s: float = 0.0) -> bool:
         """Stop sampling (`state` paused or off, and why) until `resume`; the counters are freed. With `wait_s`,
@@ -73,12 +71,9 @@ class PmWatch:
 
     def stop(self) -> None:
         """End sampling (stop, last decode, disable) and wait for the thread."""
-        with self._lock:
-            self._stopping = True
+        self._stopping.set()
         self._wake.set()
-        thread = self._thread
-        if thread is not None and thread.is_alive() and threading.current_thread() is not thread:
-            thread.join(JOIN_S)
+        super().stop()
 
     def wait_settled(self, timeout: float) -> bool:
         """Wait up to `timeout` for the first start to end in sampling or a refusal; whether it did."""
@@ -88,10 +83,14 @@ class PmWatch:
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def _loop(self) -> None:
-        from gputop.core.profiling import pm_sampler
+    def look(self) -> None:
+        """One period's decode: the samples since the last, to the listener."""
+        self._deliver(self._sampler, self._sampler.drain)
 
-        sampler: pm_sampler.Sampler | None = None
+    def run(self) -> None:
+        """The thread: sample while wanted, free the counters while paused, decode every period, until stopped."""
+        from gputop.core.profiling.cupti import pm_sampler
+
         ever = False  # whether it ever sampled
         try:
             folder = pm_sampler.load_libraries()
@@ -101,65 +100,71 @@ class PmWatch:
             return
         while True:
             with self._lock:
-                stopping, want = self._stopping, self._want
+                stopping, want = self._stopping.is_set(), self._want
             if stopping:
                 break
-            if want is not None and sampler is not None:
+            if want is not None and self._sampler is not None:
                 try:
-                    self._deliver(sampler, sampler.close)
+                    self._deliver(self._sampler, self._sampler.close)
                 finally:
-                    sampler = None
+                    self._sampler = None
             if want is not None:
                 self._idle.set()
                 self.listener.pm_not_sampling(*want)
                 self._wake.wait()
                 self._wake.clear()
                 continue
-            if sampler is None:
-                self._idle.clear()
-                sampler = pm_sampler.Sampler(ordinal, self.interval_ms)
-                try:
-                    sampler.open(None)
-                except Refusal as refusal:
-                    self._idle.set()
-                    self._refuse(refusal)
+            if self._sampler is None:
+                if not self._open(pm_sampler, ordinal, name, folder):
                     return
-                except Exception as exc:  # a CUPTI failure of ours to name: one line, never the run's end
-                    self._idle.set()
-                    self._refuse(Refusal("failed", f"PM sampling failed to start: {type(exc).__name__}: {exc}"))
-                    return
-                self.listener.pm_ready(
-                    {
-                        "metrics": sampler.metrics,
-                        "roles": sampler.roles,
-                        "interval_ms": self.interval_ms,
-                        "source": f"CUPTI PM sampling {pm_sampler.cupti_version()}",
-                        "chip": sampler.chip,
-                        "metric_set": sampler.set_name,
-                        "device": f"{name} (cuda:{ordinal})",
-                        "libraries": folder,
-                    }
-                )
-                self._settled.set()
                 ever = True
-            if self._wake.wait(DECODE_EVERY_S):
+            if self._wake.wait(self.every_s):
                 self._wake.clear()
                 continue  # a pause, resume or stop: handled at the top
             try:
-                self._deliver(sampler, sampler.drain)
+                self.look()
             except Exception as exc:
                 with contextlib.suppress(Exception):
-                    sampler.close()
+                    self._sampler.close()
                 self._idle.set()
                 self._refuse(Refusal("failed", f"PM sampling stopped: {type(exc).__name__}: {exc}"))
                 return
-        if sampler is not None:
+        if self._sampler is not None:
             with contextlib.suppress(Exception):  # the run is ending: its samples so far stand
-                self._deliver(sampler, sampler.close)
+                self._deliver(self._sampler, self._sampler.close)
         self._idle.set()
         self._settled.set()
         ended = "the run's calls are over" if ever else "the run's calls ended before PM sampling had started"
         self.listener.pm_not_sampling("ended", ended)
+
+    def _open(self, pm_sampler: Any, ordinal: int, name: str, folder: Any) -> bool:
+        """Enable a sampler and tell the listener what it samples; False (and the refusal told) where it cannot."""
+        self._idle.clear()
+        sampler = self._sampler = pm_sampler.Sampler(ordinal, self.interval_ms)
+        try:
+            sampler.open(None)
+        except Refusal as refusal:
+            self._idle.set()
+            self._refuse(refusal)
+            return False
+        except Exception as exc:  # a CUPTI failure of ours to name: one line, never the run's end
+            self._idle.set()
+            self._refuse(Refusal("failed", f"PM sampling failed to start: {type(exc).__name__}: {exc}"))
+            return False
+        self.listener.pm_ready(
+            {
+                "metrics": sampler.metrics,
+                "roles": sampler.roles,
+                "interval_ms": self.interval_ms,
+                "source": f"CUPTI PM sampling {pm_sampler.cupti_version()}",
+                "chip": sampler.chip,
+                "metric_set": sampler.set_name,
+                "device": f"{name} (cuda:{ordinal})",
+                "libraries": folder,
+            }
+        )
+        self._settled.set()
+        return True
 
     def _deliver(self, sampler: Any, decode: Callable[[], tuple[list[list[float]], bool]]) -> None:
         """`decode` (the sampler's drain or close) timed, and its samples handed to the listener."""

@@ -1,7 +1,7 @@
 """Hardware counters per kernel from Nsight Compute's CSV pages, and the Kernels table joined with them.
 
 The work gputop sets a kernel's time against is otherwise an estimate: counted
-from the dispatch's IR (`work.py`) or read from its name (`name_work.py`), with
+from the dispatch's IR (`work/ir_count.py`) or read from its name (`work/name_work.py`), with
 bytes that are what the kernel's bindings hold, not what DRAM served. A
 counters pass (`core/run/counters_pass.py`) measures them: this module reads ncu's
 `raw` page (a row per launch, every metric, numbers with thousands separators)
@@ -31,8 +31,8 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from gputop.core.profiling.efficiency import rate_kernel
-from gputop.core.profiling.work import DispatchWork, kernel_key
+from gputop.core.profiling.work.dispatch_work import DispatchWork, kernel_key
+from gputop.core.profiling.work.efficiency import rate_kernel
 from gputop.core.snapshot import CounterRule, CountersPass, KernelCounters, KernelTiming, ProfileSummary
 
 __all__ = [
