@@ -106,9 +106,9 @@ class ProgramHost:
             self.primary.parts.close_control()
             raise
         state = self.primary.state
-        state.set_state("loading")
+        state.lifecycle.enter("loading")
         started = "watching" if isinstance(self.program, AdoptedProgram) else "started"
-        state.event("info", f"program: {started} pid {self.program.pid}: {shlex.join(self.command)}")
+        state.log.add("info", f"program: {started} pid {self.program.pid}: {shlex.join(self.command)}")
         threading.Thread(target=self._wait_for_program, name="gputop-program-wait", daemon=True).start()
         return self.primary
 
@@ -182,7 +182,7 @@ class ProgramHost:
             self.others.append(other)
             self.primary.others = len(self.others)
         other.attach(agent, earlier)
-        self.primary.state.event(
+        self.primary.state.log.add(
             "info",
             f"program: pid {agent.pid} also uses IREE: its own session {other.session_dir} "
             f"(gputop attach {other.session_dir})",
@@ -190,7 +190,7 @@ class ProgramHost:
 
     def _on_program_line(self, stream: str, text: str) -> None:
         """The TUI's engine: the program's output as Log lines (all of it is in program.log)."""
-        self.primary.state.event("warning" if stream == "stderr" else "info", f"{stream}: {text[:500]}")
+        self.primary.state.log.add("warning" if stream == "stderr" else "info", f"{stream}: {text[:500]}")
 
     def _wait_for_program(self) -> None:
         returncode = None
@@ -204,7 +204,7 @@ class ProgramHost:
             attached = self._attached_primary
             others = list(self.others)
         if not attached:
-            self.primary.state.event("warning", f"{shlex.join(self.command)} made no IREE calls")
+            self.primary.state.log.add("warning", f"{shlex.join(self.command)} made no IREE calls")
         for session in [self.primary, *others]:
             if session.done:
                 continue

@@ -127,10 +127,10 @@ class WatchedProcess:
             self._agent = agent
             self._hello = hello
             self.pid = agent.pid
-        self.state.set_state("loading")
+        self.state.lifecycle.enter("loading")
         python = hello.get("python") or "?"
         iree = hello.get("iree") or "?"
-        self.state.event("info", f"program: pid {agent.pid} uses iree.runtime {iree} (Python {python})")
+        self.state.log.add("info", f"program: pid {agent.pid} uses iree.runtime {iree} (Python {python})")
         agent.on_event = self._on_event
         agent.on_closed = self._on_closed
         for event in earlier or ():
@@ -145,7 +145,7 @@ class WatchedProcess:
         except Exception:  # one report gputop cannot read: the rest of the stream goes on
             log = self.parts.log_traceback()
             where = f" (details in {log})" if log is not None else ""
-            self.state.event("warning", f"program: a {event.get('kind')} report could not be read{where}")
+            self.state.log.add("warning", f"program: a {event.get('kind')} report could not be read{where}")
 
     def _on_closed(self, why: str | None) -> None:
         with self._lock:
@@ -167,8 +167,8 @@ class WatchedProcess:
                 self._contexts_s.append(spent)
                 total = sum(self._contexts_s)
             modules = ", ".join(str(m) for m in event.get("modules") or ())
-            self.state.phase(context_s=total)
-            self.state.event(
+            self.state.lifecycle.phase(context_s=total)
+            self.state.log.add(
                 "info", f"program: context created in {seconds(spent)}" + (f" ({modules})" if modules else "")
             )
         elif name == "first_call":
@@ -177,15 +177,15 @@ class WatchedProcess:
                 if first:
                     self._first_call_s = spent
             if first:
-                self.state.phase(first_call_s=spent)
-            self.state.event("info", f"program: first call of {event.get('function')} took {seconds(spent)}")
+                self.state.lifecycle.phase(first_call_s=spent)
+            self.state.log.add("info", f"program: first call of {event.get('function')} took {seconds(spent)}")
         elif name == "context_destroyed":
             with self._lock:
                 self._teardown_s += spent
                 teardown = self._teardown_s
-            self.state.phase(teardown_s=teardown)
+            self.state.lifecycle.phase(teardown_s=teardown)
         elif name == "instance":
-            self.state.event("info", f"program: IREE instance made in {seconds(spent)}")
+            self.state.log.add("info", f"program: IREE instance made in {seconds(spent)}")
         self._publish_view()
 
     def _add_device(self, event: dict[str, Any], spent: float) -> None:
@@ -193,8 +193,8 @@ class WatchedProcess:
             info = with_nvml_gpu(device_from_event(event, list(self._devices.values())))
             self._devices[info.uri or info.id] = info
             devices = list(self._devices.values())
-        self.state.set_devices(devices)
-        self.state.event("info", f"program: device {info.uri} created in {seconds(spent)}")
+        self.state.devices.set(devices)
+        self.state.log.add("info", f"program: device {info.uri} created in {seconds(spent)}")
         self._restart_sampler(devices)
         if self.parts.watch is None:  # who else uses its first device and the host, from then on
             self.parts.start_watch(info, [self.pid] if self.pid is not None else [])
@@ -204,23 +204,23 @@ class WatchedProcess:
     def _add_load(self, kind: str, event: dict[str, Any], spent: float) -> None:
         load = load_from_event(kind, event, spent)
         if load is None:  # a provider made from loads already counted: no bytes moved
-            self.state.event("info", f"program: parameters {event.get('api')} in {seconds(spent)}")
+            self.state.log.add("info", f"program: parameters {event.get('api')} in {seconds(spent)}")
             return
         with self._lock:
             self._loads.append(load)
             loads = list(self._loads)
         if kind == "module":
-            self.state.phase(load_s=sum(item.seconds for item in loads if item.kind == "module"))
+            self.state.lifecycle.phase(load_s=sum(item.seconds for item in loads if item.kind == "module"))
         else:
-            self.state.phase(parameters_s=sum(item.seconds for item in loads if item.kind == "parameters"))
-        self.state.event("info", load_line(load))
+            self.state.lifecycle.phase(parameters_s=sum(item.seconds for item in loads if item.kind == "parameters"))
+        self.state.log.add("info", load_line(load))
 
     def _on_calls(self, event: dict[str, Any]) -> None:
         calls = event.get("calls")
         if isinstance(calls, list) and calls:
-            self.state.add_program_calls(calls)
-            if self.state.state == "loading":
-                self.state.set_state("running")
+            self.state.program.add_calls(calls)
+            if self.state.lifecycle.state == "loading":
+                self.state.lifecycle.enter("running")
             self._publish_view()
 
     def _on_memory(self, event: dict[str, Any]) -> None:
@@ -263,28 +263,28 @@ class WatchedProcess:
 
     def _on_note(self, event: dict[str, Any]) -> None:
         level = event.get("level") if event.get("level") in ("info", "warning", "error") else "warning"
-        self.state.event(str(level), f"program: {event.get('message')}")
+        self.state.log.add(str(level), f"program: {event.get('message')}")
 
     def _on_kernels(self, event: dict[str, Any]) -> None:
         """A profile of the program's calls, recorded by CUPTI in its own process: the Kernels pane's table."""
-        self.state.set_profiling(False)
+        self.state.profile.set_profiling(False)
         with self._lock:
             device = next((d.id for d in self._devices.values() if d.backend == "cuda"), "cuda:0")
         summary, line = profile_from_event(event, device)
         if summary is not None:
-            self.state.set_profile(summary)
-        self.state.event("info" if summary is not None else "warning", line)
+            self.state.profile.set_profile(summary)
+        self.state.log.add("info" if summary is not None else "warning", line)
 
     def _on_profile_refused(self, event: dict[str, Any]) -> None:
-        self.state.set_profiling(False)
-        self.state.event("warning", f"profile: {event.get('reason')}")
+        self.state.profile.set_profiling(False)
+        self.state.log.add("warning", f"profile: {event.get('reason')}")
 
     def _on_exception(self, event: dict[str, Any]) -> None:
         line = str(event.get("line") or f"{event.get('type')}: {event.get('message')}")
         with self._lock:
             self.outcome.ended = "raised"
             self.outcome.line = line
-        self.state.event("error", f"program raised: {line}")
+        self.state.log.add("error", f"program raised: {line}")
         self._publish_view()
 
     # -- memory, from the engine's side ----------------------------------------------------
@@ -295,7 +295,7 @@ class WatchedProcess:
             old.stop()
         if self.pid is None:
             return
-        sampler = ProgramMemory(devices, self._read_pools, self.state.on_memory, self._sample_interval_s, self.pid)
+        sampler = ProgramMemory(devices, self._read_pools, self.state.memory.add, self._sample_interval_s, self.pid)
         sampler.start()
         self._sampler = sampler
 
@@ -330,7 +330,7 @@ class WatchedProcess:
         # diagnoses measure against (read from the snapshot, not computed again).
         calls = self.state.snapshot.calls
         self._diagnose(calls.p50_ms, calls.count)
-        self.state.set_program(self.view())
+        self.state.program.set_view(self.view())
 
     def _diagnose(self, steady_ms: float | None, calls: int) -> None:
         """The load and phase diagnoses, each said once, as soon as it holds."""
@@ -357,7 +357,7 @@ class WatchedProcess:
                 return
             self._hint_subjects.append(subject)
             self._hints.append(line)
-        self.state.event("warning", line)
+        self.state.log.add("warning", line)
         if self._on_hint is not None:
             self._on_hint(line)
 
@@ -387,17 +387,17 @@ class WatchedProcess:
                 outcome.ended = "exited"
             why = self._closed_why
         if stopped_by is not None:
-            self.state.event("info", f"program ended by gputop ({stopped_by}): {signal or f'exit {exit_code}'}")
+            self.state.log.add("info", f"program ended by gputop ({stopped_by}): {signal or f'exit {exit_code}'}")
         elif signal is not None:
-            self.state.event("error", f"program killed by {signal}" + (f" ({why})" if why else ""))
+            self.state.log.add("error", f"program killed by {signal}" + (f" ({why})" if why else ""))
         elif outcome.ended == "exited":
-            self.state.event("info", f"program exited with {exit_code}")
+            self.state.log.add("info", f"program exited with {exit_code}")
         if self._sampler is not None:
             self._sampler.stop()
         self.parts.stop_watch()
         self.parts.stop_clocks()
         self._publish_view()
-        self.state.set_state("finished")
+        self.state.lifecycle.enter("finished")
         self.parts.close_control()
         self.state.publish(force=True)
         report = None
@@ -449,7 +449,7 @@ class WatchedProcess:
     def current_report(self) -> dict[str, Any]:
         from gputop.core.program.report import program_report
 
-        state = self.state.state
+        state = self.state.lifecycle.state
         return program_report(self.parts.report(state, self.exit_code()), self.snapshot)
 
     def export_report(self) -> Path:
@@ -477,8 +477,8 @@ class WatchedProcess:
             python=f"{sys.version_info[0]}.{sys.version_info[1]}",
         )
         if reason is None:
-            self.state.set_profiling(True)
-            self.state.event("info", f"profile: the program's next {calls} calls, in its own process (CUPTI)")
+            self.state.profile.set_profiling(True)
+            self.state.log.add("info", f"profile: the program's next {calls} calls, in its own process (CUPTI)")
         return reason
 
     def request_capture(self, calls: int = 1) -> str | None:

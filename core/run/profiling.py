@@ -125,19 +125,19 @@ class ProfilePasses:
         """
         ctx = self._ctx
         device = self._devices[0]
-        ctx.state.set_profiling(True)
+        ctx.state.profile.set_profiling(True)
         watch = ClockWatch(self._clock)
         # The in-process pass is set against as many of the run's own calls again, unprofiled, made after the
         # pass's warm-up (so at the clock the pass runs at) and just before it; the run's newest calls where
         # there is no in-process pass.
-        unprofiled = ctx.state.recent_call_ms(run_window(calls))
+        unprofiled = ctx.state.calls.recent_ms(run_window(calls))
         try:
             warmup = warm_up(self._clock, call_once, ctx.config.warmup_s, self._clock_reason)
-            ctx.state.event("info", warmup)
+            ctx.state.log.add("info", warmup)
             if device.backend == "cuda":
                 call_s = timed(call_once)
                 unprofiled = [call_s() * 1e3 for _ in range(run_window(calls))]
-            ctx.state.event("info", f"profiling {calls} calls on {device.id}...")
+            ctx.state.log.add("info", f"profiling {calls} calls on {device.id}...")
             watch.start()
             calls_window: tuple[float, float] | None = None  # in-process CUPTI: the watch spans only the calls
             if device.backend == "cuda":
@@ -171,7 +171,7 @@ class ProfilePasses:
             clocks = watch.pass_clocks(warmup, window_ns=calls_window)
             if clocks is not None and restarts_table(self._pass_clocks, clocks):
                 earlier = ", ".join(f"{p.mean_sm_mhz:.0f}" for p in self._pass_clocks)
-                ctx.state.event(
+                ctx.state.log.add(
                     "info",
                     f"profile: earlier passes ran at another clock (mean SM {earlier} MHz); the kernel table "
                     f"restarts from this steady pass at {clocks.mean_sm_mhz:.0f} MHz",
@@ -183,7 +183,7 @@ class ProfilePasses:
             self._events.extend(events)
             self._calls += calls
             self._passes += 1
-            ctx.state.set_dispatch_samples(
+            ctx.state.calls.set_dispatch_samples(
                 dispatch_samples(
                     ((e.name, e.duration_ns) for e in self._events),
                     calls=self._calls,
@@ -212,25 +212,25 @@ class ProfilePasses:
                     kernels_profiling_on=latest.kernels_profiling_on, call_kernel_ms=latest.call_kernel_ms,
                     gap_ms=latest.gap_ms, passes=self._passes, pass_calls=calls,
                 )  # fmt: skip
-            ctx.state.set_profile(merged)
+            ctx.state.profile.set_profile(merged)
             if clocks is not None and clocks.window:
-                ctx.state.event("info", f"profile: {clocks.window}")
+                ctx.state.log.add("info", f"profile: {clocks.window}")
             if latest.clocks is not None and latest.clocks.warning:
-                ctx.state.event("warning", f"profile: {latest.clocks.warning}")
+                ctx.state.log.add("warning", f"profile: {latest.clocks.warning}")
             if ctx.config.profile_every_s:
                 _keep_newest_passes(ctx.session_dir)
             gap = f", gap {latest.gap_ms:.3f} ms" if latest.gap_ms is not None else ""
             wall = f" of {latest.call_wall_ms:.3f} ms synced" if latest.call_wall_ms is not None else ""
-            ctx.state.event(
+            ctx.state.log.add(
                 "info",
                 f"profile: {len(latest.kernels)} kernels, {latest.call_kernel_ms:.3f} ms kernel time per call"
                 f"{wall}{gap}; trace {latest.trace_path}",
             )
             if latest.call_breakdown is not None:
-                ctx.state.event("info", f"profile: {breakdown_line(latest.call_breakdown)}")
+                ctx.state.log.add("info", f"profile: {breakdown_line(latest.call_breakdown)}")
             self._say_overhead(latest)
             for hint in latest.hints:
-                ctx.state.event("info", f"iree-profile explain: {hint}")
+                ctx.state.log.add("info", f"iree-profile explain: {hint}")
         except (Interrupted, UnwritableFile):
             # A full disk ends the run: a pass that cannot write its files measures nothing, and so would
             # every pass after it; one line naming the file beats a warning repeated every period.
@@ -238,25 +238,25 @@ class ProfilePasses:
         except GputopError as exc:
             if no_space_left(ctx.session_dir):  # the tool's own words for it vary: the disk says why it failed
                 raise UnwritableFile(ctx.session_dir, os.strerror(errno.ENOSPC)) from None
-            ctx.state.event("warning", f"profile failed: {exc}", exc.log_path)
+            ctx.state.log.add("warning", f"profile failed: {exc}", exc.log_path)
         finally:
             watch.stop()
-            ctx.state.set_profiling(False)
+            ctx.state.profile.set_profiling(False)
 
     def _say_overhead(self, latest: ProfileSummary) -> None:
         """The pass's own cost as an event, and a warning naming what was on when it is over 1.05."""
         state = self._ctx.state
         if latest.overhead is None:
-            state.event("info", "profile: overhead unmeasured (no unprofiled calls to set the pass against)")
+            state.log.add("info", "profile: overhead unmeasured (no unprofiled calls to set the pass against)")
             return
         data = to_json(latest.overhead)
-        state.event("info", f"profile: {overhead_text(data)}; unprofiled: {latest.overhead.method}")
+        state.log.add("info", f"profile: {overhead_text(data)}; unprofiled: {latest.overhead.method}")
         warning = overhead_warning(data, latest.profiling_on)
         if warning:
-            state.event("warning", f"profile: {warning}")
+            state.log.add("warning", f"profile: {warning}")
         separate = kernels_cost_text(to_json(latest.kernels_overhead) if latest.kernels_overhead else None)
         if separate:
-            state.event("info", f"profile: {separate} ({latest.kernels_profiling_on})")
+            state.log.add("info", f"profile: {separate} ({latest.kernels_profiling_on})")
 
     def rate_alone(self, summary: ProfileSummary) -> ProfileSummary:
         """A kernel table no pass of this run made (a counters pass's own), rated as a pass is, without clocks."""
@@ -281,5 +281,5 @@ class ProfilePasses:
             counted = f"{len(work.dispatches)} dispatches counted from {work.source}"
             if work.reason:
                 counted = f"from {self._efficiency.work_source}"
-            self._ctx.state.event("info", f"work per dispatch: {counted}")
+            self._ctx.state.log.add("info", f"work per dispatch: {counted}")
         return self._efficiency
