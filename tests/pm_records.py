@@ -53,7 +53,7 @@ def fed_state(name: str, tmp_path: Path, *, until_s: float | None = None) -> tup
     data = load(name)
     config = RunConfig(target="demo:mlp", session_dir=tmp_path)
     state = RunState(config.target, tmp_path, SessionWriter(tmp_path, to_json(config)))
-    state.pm_ready(ready_info(data))
+    state.pm.pm_ready(ready_info(data))
     rows, calls = data["rows"], data["calls"]
     first = rows[0, 0]
     last = rows[-1, 1] if until_s is None else first + until_s
@@ -64,10 +64,10 @@ def fed_state(name: str, tmp_path: Path, *, until_s: float | None = None) -> tup
         while ended < len(calls) and calls[ended, 1] <= at:  # the calls that ended by this decode
             ended += 1
         batch_calls = calls[added:ended]
-        state.add_calls((batch_calls[:, 1] - batch_calls[:, 0]).tolist(), batch_calls[:, 1].tolist())
+        state.calls.add_batch((batch_calls[:, 1] - batch_calls[:, 0]).tolist(), batch_calls[:, 1].tolist())
         added = ended
         batch = rows[(rows[:, 1] > at - DECODE_S) & (rows[:, 1] <= at)]
-        state.pm_samples(batch, False, 0.002)
+        state.pm.pm_samples(batch, False, 0.002)
         at += DECODE_S
     state.publish(force=True)
     return state, data

@@ -46,7 +46,7 @@ def test_the_newest_counters_are_gauges_while_sampling(tmp_path: Path) -> None:
 
 def test_paused_refused_or_absent_counters_leave_no_stale_values(tmp_path: Path) -> None:
     state, _ = fed_state("mm_f32", tmp_path, until_s=2.0)
-    state.pm_not_sampling("paused", "a counters pass (ncu) holds the GPU's counters: the strip goes on when it ends")
+    state.pm.pm_not_sampling("paused", "a counters pass (ncu) holds the GPU's counters: the strip goes on when it ends")
     state.publish(force=True)
     assert pm_of(state.snapshot).state == "paused"
     assert [line for line in _scrape(state.snapshot) if not line.startswith("#")] == [

@@ -70,7 +70,7 @@ class ProgramHost:
         self._attached_primary = False
         self._listener = AgentListener(self._on_connection, listen_path)
         self.output = (
-            ProgramOutput(self.primary.session_dir / "program.log", self.primary.state.events) if piped else None
+            ProgramOutput(self.primary.session_dir / "program.log", self.primary.state.log.add_many) if piped else None
         )
         on_line = self.output.line if self.output is not None else None
         self.program: LaunchedProgram | AdoptedProgram = (
@@ -111,9 +111,9 @@ class ProgramHost:
         if self.output is not None:
             self.output.start()
         state = self.primary.state
-        state.set_state("loading")
+        state.lifecycle.enter("loading")
         started = "watching" if isinstance(self.program, AdoptedProgram) else "started"
-        state.event("info", f"program: {started} pid {self.program.pid}: {shlex.join(self.command)}")
+        state.log.add("info", f"program: {started} pid {self.program.pid}: {shlex.join(self.command)}")
         threading.Thread(target=self._wait_for_program, name="gputop-program-wait", daemon=True).start()
         return self.primary
 
@@ -187,7 +187,7 @@ class ProgramHost:
             self.others.append(other)
             self.primary.others = len(self.others)
         other.attach(agent, earlier)
-        self.primary.state.event(
+        self.primary.state.log.add(
             "info",
             f"program: pid {agent.pid} also uses IREE: its own session {other.session_dir} "
             f"(gputop attach {other.session_dir})",
@@ -204,13 +204,13 @@ class ProgramHost:
             self.output.close()
             said = self.output.summary()
             if said is not None:
-                self.primary.state.event("info", said)
+                self.primary.state.log.add("info", said)
         deadline = time.monotonic() + STRAGGLERS_S
         with self._lock:
             attached = self._attached_primary
             others = list(self.others)
         if not attached:
-            self.primary.state.event("warning", f"{shlex.join(self.command)} made no IREE calls")
+            self.primary.state.log.add("warning", f"{shlex.join(self.command)} made no IREE calls")
         for session in [self.primary, *others]:
             if session.done:
                 continue

@@ -157,10 +157,10 @@ class WatchedProcess:
             self._agent = agent
             self._hello = hello
             self.pid = agent.pid
-        self.state.set_state("loading")
+        self.state.lifecycle.enter("loading")
         python = hello.get("python") or "?"
         iree = hello.get("iree") or "?"
-        self.state.event("info", f"program: pid {agent.pid} uses iree.runtime {iree} (Python {python})")
+        self.state.log.add("info", f"program: pid {agent.pid} uses iree.runtime {iree} (Python {python})")
         agent.on_event = self._on_event
         agent.on_closed = self._on_closed
         if self._sample_stacks and agent.pid is not None:
@@ -179,7 +179,7 @@ class WatchedProcess:
         except Exception:  # one report gputop cannot read: the rest of the stream goes on
             log = self.parts.log_traceback()
             where = f" (details in {log})" if log is not None else ""
-            self.state.event("warning", f"program: a {event.get('kind')} report could not be read{where}")
+            self.state.log.add("warning", f"program: a {event.get('kind')} report could not be read{where}")
 
     def _on_closed(self, why: str | None) -> None:
         with self._lock:
@@ -209,25 +209,25 @@ class WatchedProcess:
                 self._phases_due["context_s"] = self._context_total_s
             modules = ", ".join(str(m) for m in event.get("modules") or ())
             for one in times[: max(CONTEXT_LINES - before, 0)]:
-                self.state.event(
+                self.state.log.add(
                     "info", f"program: context created in {seconds(one)}" + (f" ({modules})" if modules else "")
                 )
             if before <= CONTEXT_LINES < made:
-                self.state.event("info", "program: more contexts: counted (program.contexts), not said one by one")
+                self.state.log.add("info", "program: more contexts: counted (program.contexts), not said one by one")
         elif name == "first_call":
             with self._lock:
                 first = self._first_call_s is None
                 if first:
                     self._first_call_s = spent
             if first:
-                self.state.phase(first_call_s=spent)
-                self.state.event("info", f"program: first call of {event.get('function')} took {seconds(spent)}")
+                self.state.lifecycle.phase(first_call_s=spent)
+                self.state.log.add("info", f"program: first call of {event.get('function')} took {seconds(spent)}")
         elif name == "context_destroyed":
             with self._lock:
                 self._teardown_s += spent
                 self._phases_due["teardown_s"] = self._teardown_s
         elif name == "instance":
-            self.state.event("info", f"program: IREE instance made in {seconds(spent)}")
+            self.state.log.add("info", f"program: IREE instance made in {seconds(spent)}")
         self._publish_view(now=False)
 
     def _add_device(self, event: dict[str, Any], spent: float) -> None:
@@ -235,8 +235,8 @@ class WatchedProcess:
             info = with_nvml_gpu(device_from_event(event, list(self._devices.values())))
             self._devices[info.uri or info.id] = info
             devices = list(self._devices.values())
-        self.state.set_devices(devices)
-        self.state.event("info", f"program: device {info.uri} created in {seconds(spent)}")
+        self.state.devices.set(devices)
+        self.state.log.add("info", f"program: device {info.uri} created in {seconds(spent)}")
         self._restart_sampler(devices)
         if self.parts.watch is None:  # who else uses its first device and the host, from then on
             self.parts.start_watch(info, [self.pid] if self.pid is not None else [])
@@ -246,7 +246,7 @@ class WatchedProcess:
     def _add_load(self, kind: str, event: dict[str, Any], spent: float) -> None:
         load = load_from_event(kind, event, spent)
         if load is None:  # a provider made from loads already counted: no bytes moved
-            self.state.event("info", f"program: parameters {event.get('api')} in {seconds(spent)}")
+            self.state.log.add("info", f"program: parameters {event.get('api')} in {seconds(spent)}")
             return
         phase = "load_s" if kind == "module" else "parameters_s"
         with self._lock:
@@ -254,17 +254,17 @@ class WatchedProcess:
             made = len(self._loads)
             self._phases_due[phase] = sum(item.seconds for item in self._loads if item.kind == kind)
         if made <= LOAD_LINES:
-            self.state.event("info", load_line(load))
+            self.state.log.add("info", load_line(load))
         elif made == LOAD_LINES + 1:
-            self.state.event("info", "program: more loads: counted (program.loads), not said one by one")
+            self.state.log.add("info", "program: more loads: counted (program.loads), not said one by one")
 
     def _on_calls(self, event: dict[str, Any]) -> None:
         calls = event.get("calls")
         if isinstance(calls, list) and calls:
             self.trace.add_calls(calls)
-            self.state.add_program_calls(calls)
-            if self.state.state == "loading":
-                self.state.set_state("running")
+            self.state.program.add_calls(calls)
+            if self.state.lifecycle.state == "loading":
+                self.state.lifecycle.enter("running")
             self._publish_view(now=False)
 
     def _on_stacks(self, stacks: ProgramStacks) -> None:
@@ -272,14 +272,14 @@ class WatchedProcess:
         with self._lock:
             self._stacks_view = stacks
         if stacks.reason is not None:
-            self.state.event("warning", f"stacks: {stacks.reason}")
+            self.state.log.add("warning", f"stacks: {stacks.reason}")
         self._publish_view(now=False)
 
     def _on_reads(self, event: dict[str, Any]) -> None:
         reads = event.get("reads")
         if isinstance(reads, list) and reads:
             self.trace.add_reads(reads)
-            self.state.add_program_reads(reads)
+            self.state.program.add_reads(reads)
 
     def _on_dropped(self, event: dict[str, Any]) -> None:
         """The watcher could not send some calls (gputop fell behind): the counts are short by this many."""
@@ -290,7 +290,7 @@ class WatchedProcess:
             first = self._calls_dropped == 0
             self._calls_dropped = max(self._calls_dropped, dropped)
         if first:
-            self.state.event(
+            self.state.log.add(
                 "warning",
                 "program: gputop fell behind the program's calls and counted some without their times: "
                 "the call counts are lower bounds (the report says how many)",
@@ -339,7 +339,7 @@ class WatchedProcess:
 
     def _on_note(self, event: dict[str, Any]) -> None:
         level = event.get("level") if event.get("level") in ("info", "warning", "error") else "warning"
-        self.state.event(str(level), f"program: {event.get('message')}")
+        self.state.log.add(str(level), f"program: {event.get('message')}")
 
     def _on_bye(self, event: dict[str, Any]) -> None:
         """The watcher's last word: how many calls it sent and how many it could not."""
@@ -352,25 +352,25 @@ class WatchedProcess:
 
     def _on_kernels(self, event: dict[str, Any]) -> None:
         """A profile of the program's calls, recorded by CUPTI in its own process: the Kernels pane's table."""
-        self.state.set_profiling(False)
+        self.state.profile.set_profiling(False)
         with self._lock:
             device = next((d.id for d in self._devices.values() if d.backend == "cuda"), "cuda:0")
         self.trace.add_kernels(event)
         summary, line = profile_from_event(event, device)
         if summary is not None:
-            self.state.set_profile(summary)
-        self.state.event("info" if summary is not None else "warning", line)
+            self.state.profile.set_profile(summary)
+        self.state.log.add("info" if summary is not None else "warning", line)
 
     def _on_profile_refused(self, event: dict[str, Any]) -> None:
-        self.state.set_profiling(False)
-        self.state.event("warning", f"profile: {event.get('reason')}")
+        self.state.profile.set_profiling(False)
+        self.state.log.add("warning", f"profile: {event.get('reason')}")
 
     def _on_exception(self, event: dict[str, Any]) -> None:
         line = str(event.get("line") or f"{event.get('type')}: {event.get('message')}")
         with self._lock:
             self.outcome.ended = "raised"
             self.outcome.line = line
-        self.state.event("error", f"program raised: {line}")
+        self.state.log.add("error", f"program raised: {line}")
         self._publish_view()
 
     # -- memory, from the engine's side ----------------------------------------------------
@@ -381,7 +381,7 @@ class WatchedProcess:
             old.stop()
         if self.pid is None:
             return
-        sampler = ProgramMemory(devices, self._read_pools, self.state.on_memory, self._sample_interval_s, self.pid)
+        sampler = ProgramMemory(devices, self._read_pools, self.state.memory.add, self._sample_interval_s, self.pid)
         sampler.start()
         self._sampler = sampler
 
@@ -434,14 +434,14 @@ class WatchedProcess:
             self._view_at, self._view_due = at, False
             phases, self._phases_due = self._phases_due, {}
         if phases:
-            self.state.phase(**phases)
+            self.state.lifecycle.phase(**phases)
         # The run's calls are the busiest function's, as last published: its p50 is the steady call the phase
         # diagnoses measure against (read from the snapshot, not computed again).
         snapshot = self.state.snapshot
         calls = snapshot.calls
         functions = snapshot.program.functions if snapshot.program is not None else ()
         self._diagnose(calls.p50_ms, calls.count, functions)
-        self.state.set_program(self.view())
+        self.state.program.set_view(self.view())
 
     def _diagnose(self, steady_ms: float | None, calls: int, functions: tuple[FunctionCalls, ...]) -> None:
         """The diagnoses, each said once as soon as it holds; newer figures replace its line in place."""
@@ -474,7 +474,7 @@ class WatchedProcess:
                 return
             self._hint_subjects.append(subject)
             self._hints.append(line)
-        self.state.event("warning", line)
+        self.state.log.add("warning", line)
         if self._on_hint is not None:
             self._on_hint(line)
 
@@ -504,11 +504,11 @@ class WatchedProcess:
                 outcome.ended = "exited"
             why = self._closed_why
         if stopped_by is not None:
-            self.state.event("info", f"program ended by gputop ({stopped_by}): {signal or f'exit {exit_code}'}")
+            self.state.log.add("info", f"program ended by gputop ({stopped_by}): {signal or f'exit {exit_code}'}")
         elif signal is not None:
-            self.state.event("error", f"program killed by {signal}" + (f" ({why})" if why else ""))
+            self.state.log.add("error", f"program killed by {signal}" + (f" ({why})" if why else ""))
         elif outcome.ended == "exited":
-            self.state.event("info", f"program exited with {exit_code}")
+            self.state.log.add("info", f"program exited with {exit_code}")
         if self._sampler is not None:
             self._sampler.stop()
         if self._stacks is not None:
@@ -516,7 +516,7 @@ class WatchedProcess:
         self.parts.stop_watch()
         self.parts.stop_clocks()
         self._publish_view()
-        self.state.set_state("finished")
+        self.state.lifecycle.enter("finished")
         self.parts.close_control()
         self.state.publish(force=True)
         report = None
@@ -572,7 +572,7 @@ class WatchedProcess:
     def current_report(self) -> dict[str, Any]:
         from gputop.core.program.report import program_report
 
-        state = self.state.state
+        state = self.state.lifecycle.state
         return program_report(self.parts.report(state, self.exit_code()), self.snapshot)
 
     def export_report(self) -> Path:
@@ -600,8 +600,8 @@ class WatchedProcess:
             python=f"{sys.version_info[0]}.{sys.version_info[1]}",
         )
         if reason is None:
-            self.state.set_profiling(True)
-            self.state.event("info", f"profile: the program's next {calls} calls, in its own process (CUPTI)")
+            self.state.profile.set_profiling(True)
+            self.state.log.add("info", f"profile: the program's next {calls} calls, in its own process (CUPTI)")
         return reason
 
     def request_capture(self, calls: int = 1) -> str | None:

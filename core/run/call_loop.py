@@ -112,14 +112,14 @@ class Session:
         self._thread.start()
 
     def pause(self) -> None:
-        if self._state.state == "running":
+        if self._state.lifecycle.state == "running":
             self._controls.pause()
-            self._state.set_state("paused")
+            self._state.lifecycle.enter("paused")
 
     def resume(self) -> None:
-        if self._state.state == "paused":
+        if self._state.lifecycle.state == "paused":
             self._controls.resume()
-            self._state.set_state("running")
+            self._state.lifecycle.enter("running")
 
     def stop(self, exit_code: int | None = None) -> None:
         """Ask the run to end after the call in flight; teardown still runs.
@@ -153,7 +153,7 @@ class Session:
     def request_pm_sampling(self, on: bool) -> str | None:
         """Turn the PM sampling strip on or off (the TUI's `g`); returns why not, or None."""
         watch = self._parts.pm_watch
-        state, reason = self._state.pm_state()
+        state, reason = self._state.pm.status()
         if watch is not None and watch.refused is not None:
             return watch.refused.line
         if self._pm_held:
@@ -169,14 +169,14 @@ class Session:
         if state == "refused":
             return reason
         flow = self._flow
-        if flow is None or self._state.state not in ("running", "paused"):
-            return f"PM sampling starts with the calls: nothing to sample while {self._state.state}"
-        devices = self._state.devices
+        if flow is None or self._state.lifecycle.state not in ("running", "paused"):
+            return f"PM sampling starts with the calls: nothing to sample while {self._state.lifecycle.state}"
+        devices = self._state.devices.devices
         why = self._pm_why_not(flow, asked=True)
         self._parts.start_pm(devices[0] if devices else None, why, self.config.pm_interval_ms)
         if why is not None:
             return why
-        state, reason = self._state.pm_state()
+        state, reason = self._state.pm.status()
         return reason if state == "refused" else None
 
     def _pm_why_not(self, flow: Flow, asked: bool = False) -> str | None:
@@ -222,10 +222,10 @@ class Session:
 
     def current_report(self) -> dict[str, Any]:
         """The report as it stands now (the same JSON as report.json, which is written at the end)."""
-        state = "interrupted" if self._controls.interrupt_code is not None else self._state.state
+        state = "interrupted" if self._controls.interrupt_code is not None else self._state.lifecycle.state
         report = self._parts.report(state, self.exit_code())
         report["target_sha256"] = self._target_digest()
-        report["samples"] = self._state.samples()  # what gputop compare tests (core/compare/samples.py)
+        report["samples"] = self._state.calls.samples()  # what gputop compare tests (core/compare/samples.py)
         return report
 
     def _target_digest(self) -> str | None:
@@ -254,7 +254,7 @@ class Session:
 
     @property
     def outcome(self) -> RunOutcome:
-        return self._state.outcome
+        return self._state.outcome.value
 
     @property
     def interrupt_code(self) -> int | None:
@@ -262,7 +262,7 @@ class Session:
 
     @property
     def error(self) -> GputopError | None:
-        return self._state.error
+        return self._state.lifecycle.error
 
     @property
     def done(self) -> bool:
@@ -272,10 +272,10 @@ class Session:
         """The code this run ends with: signal, error, failed check, or 0."""
         if self._controls.interrupt_code is not None:
             return self._controls.interrupt_code
-        error = self._state.error
+        error = self._state.lifecycle.error
         if error is not None:
             return error.exit_code
-        check = self._state.outcome.check
+        check = self._state.outcome.value.check
         if check is not None and not check.passed:
             return EXIT_CHECK
         if self._writer.record_error is not None:  # a full disk: the run went on, its record did not
@@ -308,15 +308,15 @@ class Session:
             if target.is_opencl:
                 flow: Flow = OpenCLFlow(ctx)
             else:
-                self._state.set_state("compiling")
+                self._state.lifecycle.enter("compiling")
                 renderdoc = RenderDocHook(ctx)
                 renderdoc.prepare()  # before any device is opened: RenderDoc must precede Vulkan
                 module = prepare_module(ctx)
                 flow = ToolFlow(ctx, module) if module.needs_tools else IreeFlow(ctx, module, renderdoc)
             self._flow = flow
             flow.open()
-            self._state.set_state("running")
-            devices = self._state.devices
+            self._state.lifecycle.enter("running")
+            devices = self._state.devices.devices
             watch = self._parts.start_watch(devices[0] if devices else None)
             self._parts.start_clocks(devices[0] if devices else None, self.config.sample_interval_s)
             self._parts.start_pm(devices[0] if devices else None, self._pm_why_not(flow), self.config.pm_interval_ms)
@@ -330,7 +330,7 @@ class Session:
                 self._profile_once(flow, self.config.profile_pass_calls or max(self.config.iterations or 1, 1))
             if self.config.counters and not self._controls.stopping:
                 self._count_once(flow)
-            self._state.set_state("stopped" if self._controls.stopping else "finished")
+            self._state.lifecycle.enter("stopped" if self._controls.stopping else "finished")
         except GputopError as exc:
             self._fail(exc)
         except OSError as exc:  # a disk that filled under a file of the run's (a profile pass's, a trace)
@@ -390,7 +390,7 @@ class Session:
                 if periodic:
                     reason = why_no_profile(self.snapshot, flow.kind)
                     if reason is not None:  # say it once, and stop trying
-                        self._state.event("warning", f"profile: {reason}")
+                        self._state.log.add("warning", f"profile: {reason}")
                         every = next_profile = None
                         continue
                 self._profile_pass(flow, self.config.profile_calls, asked or self.config.profile_level)
@@ -412,7 +412,7 @@ class Session:
         """`gputop run --profile`: one pass after the steady calls, refused for the same reasons as `p`."""
         reason = why_no_profile(self.snapshot, flow.kind)
         if reason is not None:
-            self._state.event("warning", f"profile: {reason}")
+            self._state.log.add("warning", f"profile: {reason}")
             return
         self._profile_pass(flow, calls, self.config.profile_level)
 
@@ -420,7 +420,7 @@ class Session:
         """Start a counters pass beside the calls (refused for the same reasons as `n`); whether it started."""
         reason = self._why_no_counters()  # asked for a moment ago: the run may have changed since
         if reason is not None:
-            self._state.event("warning", f"counters: {reason}")
+            self._state.log.add("warning", f"counters: {reason}")
             return False
         # ncu replays the call in a process of its own and needs the GPU's counters: PM sampling lets go first.
         watch = self._parts.pm_watch
@@ -432,7 +432,7 @@ class Session:
         except (Interrupted, UnwritableFile):
             raise
         except GputopError as exc:
-            self._state.event("warning", f"counters: {exc}", exc.log_path)
+            self._state.log.add("warning", f"counters: {exc}", exc.log_path)
             return False
         return True
 
@@ -443,46 +443,46 @@ class Session:
         """
         reason = self._why_no_counters()
         if reason is not None:
-            self._state.event("warning", f"counters: {reason}")
-            self._state.set_counters(CountersPass(source="ncu", command="", wall_s=0.0, calls=0, error=reason))
+            self._state.log.add("warning", f"counters: {reason}")
+            self._state.profile.set_counters(CountersPass(source="ncu", command="", wall_s=0.0, calls=0, error=reason))
             return
         if self._start_counters(flow):
             flow.wait_counters()
 
     def _say_call_neighbours(self, neighbours: Neighbours) -> None:
-        self._state.set_call_neighbours(neighbours)
+        self._state.neighbours.set_over_calls(neighbours)
         if neighbours.warning:
-            self._state.event("warning", f"calls: {neighbours.warning}")
+            self._state.log.add("warning", f"calls: {neighbours.warning}")
 
     def _say_call_clocks(self) -> None:
         """The calls are over: the clock watch's last reading, and its warning in the log; PM sampling ends."""
         self._parts.stop_pm()
         self._parts.stop_clocks()
-        clocks = self._state.call_clocks()
-        if clocks is not None and clocks.warning and not self._state.clocks_warned():
-            self._state.event("warning", f"clocks: {clocks.warning}")
+        clocks = self._state.clocks.summary()
+        if clocks is not None and clocks.warning and not self._state.clocks.warned:
+            self._state.log.add("warning", f"clocks: {clocks.warning}")
 
     def _profile_pass(self, flow: Flow, calls: int, level: str) -> None:
         """One pass, with who else used the GPU and the host meanwhile on its summary (and a warning if anyone)."""
         watch = self._parts.watch
         window = watch.open_window() if watch is not None else None
-        before = self._state.profile
+        before = self._state.profile.profile
         try:
             flow.profile(calls, level)
         finally:
             neighbours = watch.close_window(window) if watch is not None and window is not None else None
-        after = self._state.profile
+        after = self._state.profile.profile
         if neighbours is None or after is None or after is before:
             return  # the pass failed or was refused: it has no summary to carry them
-        self._state.set_pass_neighbours(after, neighbours)
+        self._state.profile.set_pass_neighbours(after, neighbours)
         if neighbours.warning:
-            self._state.event("warning", f"profile: {neighbours.warning}")
+            self._state.log.add("warning", f"profile: {neighbours.warning}")
 
     def _ask_capture_once(self, calls: int) -> None:
         """`gputop run --capture N`: refused for the same reasons as the TUI's `c`."""
         reason = self.request_capture(calls)
         if reason is not None:
-            self._state.event("warning", f"capture: {reason}")
+            self._state.log.add("warning", f"capture: {reason}")
 
     def _log_traceback(self) -> Path | None:
         """The exception being handled, appended to session.log; None when the log cannot be written."""
@@ -496,13 +496,13 @@ class Session:
 
     def _fail(self, exc: GputopError) -> None:
         if isinstance(exc, Interrupted) and self._controls.stopping:
-            self._state.set_state("stopped")
+            self._state.lifecycle.enter("stopped")
             return
-        self._state.fail(exc)
+        self._state.lifecycle.fail(exc)
 
     def _finish_record(self) -> None:
         """Write report.json and the manifest's ending; never lets the run's end fail."""
-        state = "interrupted" if self._controls.interrupt_code is not None else self._state.state
+        state = "interrupted" if self._controls.interrupt_code is not None else self._state.lifecycle.state
         report: dict[str, Any] | None = None
         try:
             report = self.current_report()

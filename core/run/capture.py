@@ -43,7 +43,7 @@ class RenderDocHook:
         vulkan = [s for s in specs if s.startswith("vulkan")]
         if mode == "off" or not vulkan:
             status = "RenderDoc is off (--renderdoc off)" if mode == "off" else "RenderDoc captures Vulkan work"
-            ctx.state.set_renderdoc(status if mode == "off" else f"{status}; this run is not on Vulkan")
+            ctx.state.captures.set_renderdoc(status if mode == "off" else f"{status}; this run is not on Vulkan")
             return
         index = int(vulkan[0].split(":")[1]) if ":" in vulkan[0] else 0
         if vulkan_driver_created():
@@ -54,10 +54,10 @@ class RenderDocHook:
                 status = "RenderDoc was loaded too late: a Vulkan instance already exists in this process"
             else:
                 status = f"RenderDoc cannot capture here: {reason}"
-            ctx.state.set_renderdoc(status)
+            ctx.state.captures.set_renderdoc(status)
             if mode == "on":
                 raise DeviceUnavailableError(status)
-            ctx.state.event("warning", f"capture: {status}")
+            ctx.state.log.add("warning", f"capture: {status}")
             return
         try:
             ok, reason = probe_vulkan(index)
@@ -66,11 +66,11 @@ class RenderDocHook:
             self._verifier = CaptureVerifier()  # before RenderDoc: it must stay a plain process
             rd = load_renderdoc()
         except GputopError as exc:
-            ctx.state.set_renderdoc(exc.message)
+            ctx.state.captures.set_renderdoc(exc.message)
             if mode == "on":
                 raise
             if not exc.message.endswith("does not exist"):  # no device at all: the run says so next
-                ctx.state.event("info", f"RenderDoc: no captures in this run ({exc.message})")
+                ctx.state.log.add("info", f"RenderDoc: no captures in this run ({exc.message})")
             return
         folder = ctx.session_dir / "captures"
         folder.mkdir(exist_ok=True)
@@ -79,41 +79,41 @@ class RenderDocHook:
         major, minor, patch = rd.version
         how = "attached to the RenderDoc in this process" if rd.attached else f"loaded {rd.library}"
         status = f"RenderDoc {major}.{minor}.{patch} ready ({how})"
-        ctx.state.set_renderdoc(status)
-        ctx.state.event("info", status)
+        ctx.state.captures.set_renderdoc(status)
+        ctx.state.log.add("info", status)
 
     def capture(self, call_once: Callable[[], float], calls: int) -> int:
         """Capture `calls` calls (each made by `call_once`, which returns its synced seconds); returns calls made."""
         ctx = self._ctx
         rd = self._renderdoc
         if rd is None:
-            ctx.state.event("warning", f"capture: {ctx.state.renderdoc or 'RenderDoc is not loaded'}")
+            ctx.state.log.add("warning", f"capture: {ctx.state.captures.renderdoc or 'RenderDoc is not loaded'}")
             return 0
-        device = ctx.state.devices[0]
+        device = ctx.state.devices.devices[0]
         before = len(rd.captures())
         rd.start()
         if not rd.is_capturing():
-            ctx.state.event("warning", "capture: RenderDoc did not start capturing (is its Vulkan layer enabled?)")
+            ctx.state.log.add("warning", "capture: RenderDoc did not start capturing (is its Vulkan layer enabled?)")
             return 0
         made = 0
-        ctx.state.event("info", f"capturing {calls} call(s) on {device.id} with RenderDoc...")
+        ctx.state.log.add("info", f"capturing {calls} call(s) on {device.id} with RenderDoc...")
         try:
             for _ in range(calls):
                 if ctx.controls.stopping:
                     break  # Ctrl-C mid-capture: end the capture here, keep and verify what it holds
-                ctx.state.add_call(call_once())
+                ctx.state.calls.add(call_once())
                 made += 1
         finally:
             rd.end()
         paths = rd.captures()
         if len(paths) <= before:
-            ctx.state.event("warning", "capture: RenderDoc wrote no capture")
+            ctx.state.log.add("warning", "capture: RenderDoc wrote no capture")
             return made
         path = paths[-1]
-        count = ctx.state.call_count()
+        count = ctx.state.calls.count
         rd.set_comments(
             path,
-            f"gputop: {ctx.config.target} {ctx.state.function}() on {device.id} ({device.name}), "
+            f"gputop: {ctx.config.target} {ctx.state.module.function}() on {device.id} ({device.name}), "
             f"calls {count - made + 1}-{count}",
         )
         try:
@@ -121,13 +121,13 @@ class RenderDocHook:
                 raise GputopError("no capture verifier")
             info = self._verifier.verify(Path(path))
         except GputopError as exc:
-            ctx.state.event("warning", f"capture written but not verified: {exc}", exc.log_path)
+            ctx.state.log.add("warning", f"capture written but not verified: {exc}", exc.log_path)
             return made
         # The dispatch list stays out of the run's snapshots (each one is recorded, and a large
         # model's list is kilobytes): `capture-info` and the Captures pane read it from the file.
         info = replace(info, calls=made, dispatch_list=(), actions=())
-        ctx.state.add_capture(info)
-        ctx.state.event("info", f"captured {made} call(s): {path} ({info.bytes} bytes, {info.dispatches} dispatches)")
+        ctx.state.captures.add(info)
+        ctx.state.log.add("info", f"captured {made} call(s): {path} ({info.bytes} bytes, {info.dispatches} dispatches)")
         return made
 
     def close(self) -> None:

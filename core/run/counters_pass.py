@@ -66,7 +66,7 @@ class CountersRunner:
 
     def start(self, function: str, input_args: list[str], parameters: list[Path] | None = None) -> None:
         """Begin a pass (the caller checked `why_no_counters`); returns at once."""
-        self._ctx.state.set_counting(True)
+        self._ctx.state.profile.set_counting(True)
         self._thread = threading.Thread(
             target=self._run, args=(function, input_args, parameters or []), name="gputop-counters", daemon=True
         )
@@ -82,12 +82,12 @@ class CountersRunner:
 
     def _run(self, function: str, input_args: list[str], parameters: list[Path]) -> None:
         state = self._ctx.state
-        calls_before = state.call_count()
+        calls_before = state.calls.count
         try:
             result = self._measure(function, input_args, parameters)
         except Interrupted:
-            state.event("info", "counters: stopped with the run")
-            state.set_counting(False)
+            state.log.add("info", "counters: stopped with the run")
+            state.profile.set_counting(False)
             return
         except (GputopError, OSError) as exc:
             log = exc.log_path if isinstance(exc, GputopError) else None
@@ -95,12 +95,12 @@ class CountersRunner:
         except Exception as exc:  # a gputop bug on this thread: said, never a thread that dies in silence
             result = CountersPass(source="ncu", command="", wall_s=0.0, calls=0, error=f"internal error: {exc}")
         try:
-            result = replace(result, live_calls=state.call_count() - calls_before)
+            result = replace(result, live_calls=state.calls.count - calls_before)
             table = summary_from_counters(result.kernels, self._device.id) if result.kernels else None
-            state.set_counters(result, self._rate(table) if table is not None else None)
+            state.profile.set_counters(result, self._rate(table) if table is not None else None)
             self._say(result)
         finally:  # the result is in the state before the pass reads as over: a face waiting on it sees both at once
-            state.set_counting(False)
+            state.profile.set_counting(False)
 
     def _measure(self, function: str, input_args: list[str], parameters: list[Path]) -> CountersPass:
         """One call under ncu, then its report's raw and details pages read back.
@@ -124,7 +124,7 @@ class CountersRunner:
         call = one_call_command(self._vmfb, self._device, function, input_args, parameters)
         command = counters_command(ncu, call, folder / stem)
         log = folder / f"{stem}.log"
-        ctx.state.event("info", f"counters: one call under {source} on {self._device.id}...")
+        ctx.state.log.add("info", f"counters: one call under {source} on {self._device.id}...")
         started = time.monotonic()
         output, code = run_logged(command, log, ctx.controls.stop_event, timeout_s=PASS_TIMEOUT_S, what="ncu")
         problem = ncu_failure(output, code)
@@ -141,7 +141,7 @@ class CountersRunner:
         if problem == PERMISSION:
             self.refusal = problem
         if kernels and problem:
-            ctx.state.event("warning", f"counters: {problem} (the kernels it measured are kept)", str(log))
+            ctx.state.log.add("warning", f"counters: {problem} (the kernels it measured are kept)", str(log))
         return CountersPass(
             source=source,
             command=shlex.join(command),
@@ -156,10 +156,10 @@ class CountersRunner:
     def _say(self, result: CountersPass) -> None:
         state = self._ctx.state
         if result.error:
-            state.event("warning", f"counters: {result.error}", result.log_path)
+            state.log.add("warning", f"counters: {result.error}", result.log_path)
             return
         measured = sum(k.flops is not None for k in result.kernels)
-        state.event(
+        state.log.add(
             "info",
             f"counters: {result.source} measured {len(result.kernels)} kernels ({measured} with FLOPs) of "
             f"{result.calls} call in {seconds(result.wall_s)}; the run made {result.live_calls} calls meanwhile; "

@@ -74,14 +74,14 @@ def end_sampling(sampler: MemorySampler | None, state: RunState) -> None:
         return
     sampler.stop()
     with contextlib.suppress(Exception):  # a last sample is nice, not needed
-        state.on_memory(sampler.sample())
+        state.memory.add(sampler.sample())
 
 
 def timed_teardown(close: Callable[[], None], state: RunState) -> None:
     """Release a runner and record how long that took as the teardown phase."""
     started = time.perf_counter()
     close()
-    state.phase(teardown_s=time.perf_counter() - started)
+    state.lifecycle.phase(teardown_s=time.perf_counter() - started)
 
 
 class Uncapturable:

@@ -56,7 +56,7 @@ def check_outputs(
         if not check.passed and target.kind is TargetKind.ONNX and target.path is not None:
             drawn = random_ops_in(target.path)
             if drawn:
-                ctx.state.event(
+                ctx.state.log.add(
                     "warning",
                     f"the model draws random numbers ({', '.join(drawn)}): "
                     "its outputs are not expected to match a fixed reference",
@@ -76,7 +76,7 @@ def check_outputs(
 
 def save_inputs(ctx: RunContext, signature: FunctionSignature) -> list[str]:
     """The run's inputs as `--input=` arguments for IREE's shipped tools: tensors as .npy files, scalars as values."""
-    return tool_input_args(signature, ctx.state.outcome.inputs, ctx.session_dir / "inputs")
+    return tool_input_args(signature, ctx.state.outcome.value.inputs, ctx.session_dir / "inputs")
 
 
 class IreeFlow:
@@ -110,15 +110,15 @@ class IreeFlow:
         ctx, module = self._ctx, self._module
         state = ctx.state
         demo = module.demo
-        state.set_state("loading")
+        state.lifecycle.enter("loading")
         started = time.perf_counter()
         runner = self._runner = IreeModuleRun(module.devices)
         runner.open_devices()
         runner.load_module(module.vmfb)
-        state.phase(load_s=time.perf_counter() - started)
+        state.lifecycle.phase(load_s=time.perf_counter() - started)
 
         self._sampler = MemorySampler(
-            module.devices, runner.pool_statistics, state.on_memory, ctx.config.sample_interval_s
+            module.devices, runner.pool_statistics, state.memory.add, ctx.config.sample_interval_s
         )
         self._sampler.start()
 
@@ -128,16 +128,16 @@ class IreeFlow:
         if files:
             self._prepare_parameters(files)
         parameters_s = time.perf_counter() - parameters_started
-        state.phase(parameters_s=parameters_s)
+        state.lifecycle.phase(parameters_s=parameters_s)
 
         started = time.perf_counter()
         signature = runner.create_context(ctx.config.function or (demo.function if demo else None))
         context_s = time.perf_counter() - started
-        state.phase(context_s=context_s)
+        state.lifecycle.phase(context_s=context_s)
         if files:
             self._parameters_loaded(parameters_s, context_s, context_started=started)
-        state.set_module_bytes(self._module_bytes(allocated_before))
-        state.set_function(signature.name, tuple(str(t) for t in signature.outputs))
+        state.memory.set_module_bytes(self._module_bytes(allocated_before))
+        state.module.set_function(signature.name, tuple(str(t) for t in signature.outputs))
 
         target = ctx.config.target_info
         upgrade_note: str | None = None
@@ -148,17 +148,17 @@ class IreeFlow:
             signature = graph_signature(
                 target.path, signature.name, inputs_given=bool(ctx.config.inputs), imported=imported
             )
-            state.set_result_types(tuple(str(t) for t in signature.outputs))
+            state.module.set_result_types(tuple(str(t) for t in signature.outputs))
             upgrade_note = interface_changed(target.path, imported) if imported else None
             if upgrade_note:
-                state.event("warning", upgrade_note)
+                state.log.add("warning", upgrade_note)
         try:
             inputs = make_inputs(signature, list(ctx.config.inputs), ctx.config.seed)
         except UsageError as exc:
             if upgrade_note is None:
                 raise
             raise UsageError(f"{exc.message} ({upgrade_note})") from None
-        state.set_tensors(inputs=inputs)
+        state.outcome.set_tensors(inputs=inputs)
         runner.upload(inputs)
         if ctx.controls.stopping:
             raise Interrupted("stopped")
@@ -167,9 +167,9 @@ class IreeFlow:
         results = runner.call()
         outputs = runner.read_back(results)
         del results  # device arrays must not outlive the runner's teardown
-        state.phase(first_call_s=time.perf_counter() - started)
-        state.set_tensors(outputs=outputs)
-        state.record_check(check_outputs(ctx, outputs, inputs, demo))
+        state.lifecycle.phase(first_call_s=time.perf_counter() - started)
+        state.outcome.set_tensors(outputs=outputs)
+        state.outcome.record_check(check_outputs(ctx, outputs, inputs, demo))
         observe_exports(ctx, module, signature)  # multi-device: the bytes one profiled call really moved
 
     def _prepare_parameters(self, files: list[Path]) -> None:
@@ -180,18 +180,18 @@ class IreeFlow:
         device = self._module.devices[0]
         mode = ctx.config.params_mode if ctx.config.params_mode != "auto" else parameter_mode_for(device)
         for warning in check_placement(entries, device, device_room(device, mode)):
-            state.event("warning", warning)
+            state.log.add("warning", warning)
         runner.load_parameters(
             files,
             mode=ctx.config.params_mode,
-            on_progress=lambda done, _requested: state.on_parameter_progress(done),
+            on_progress=lambda done, _requested: state.parameters.progress(done),
             should_stop=lambda: ctx.controls.stopping,
         )
         self._say_fallback()
-        state.set_parameters(files, runner.parameter_mode)
+        state.outcome.set_parameter_files(files, runner.parameter_mode)
         total = sum(e.length for e in entries)
         assert runner.parameter_mode is not None
-        state.begin_parameters(
+        state.parameters.begin(
             runner.parameter_mode, total, len(files), observed=runner.parameter_stream is not None, started=started
         )
 
@@ -209,14 +209,14 @@ class IreeFlow:
             loaded, seconds = sum(e.length for e in runner.parameter_entries), parameters_s + context_s
         mode = runner.parameter_mode
         if mode == "mmap" and self._module.devices[0].backend.startswith("local"):
-            state.end_parameters(loaded, seconds, mode=mode, zero_copy=True)
-            state.event("info", f"parameters mapped in place by mmap (zero copy): {human_bytes(loaded, 2)}")
+            state.parameters.end(loaded, seconds, mode=mode, zero_copy=True)
+            state.log.add("info", f"parameters mapped in place by mmap (zero copy): {human_bytes(loaded, 2)}")
             return
-        state.end_parameters(loaded, seconds, mode=mode, stages=stages)
+        state.parameters.end(loaded, seconds, mode=mode, stages=stages)
         rate = f", {gbps(loaded / seconds / 1e9)}" if seconds > 0 and loaded else ""
-        state.event("info", f"parameters loaded by {mode}: {human_bytes(loaded, 2)} in {fixed(seconds, 2)} s{rate}")
+        state.log.add("info", f"parameters loaded by {mode}: {human_bytes(loaded, 2)} in {fixed(seconds, 2)} s{rate}")
         if stages is not None and stages.read_path_note:
-            state.event("warning", stages.read_path_note)
+            state.log.add("warning", stages.read_path_note)
 
     def _module_bytes(self, before: dict[str, tuple[int, int]]) -> tuple[ModuleBytes, ...]:
         """Each device's weights (the .vmfb's constants and the parameters), and how its allocator's allocated and
@@ -249,7 +249,7 @@ class IreeFlow:
         fallback = self.runner.parameter_fallback
         if fallback and fallback != self._fallback_said:
             self._fallback_said = fallback
-            self._ctx.state.event("warning", fallback)
+            self._ctx.state.log.add("warning", fallback)
 
     def calls(self, limit: int) -> int:
         """Calls back to back for up to CALL_BATCH_S (and `limit` calls in a counted run), then their times.
@@ -274,14 +274,14 @@ class IreeFlow:
                 if ended - first >= CALL_BATCH_S:
                     break
         finally:  # a call that failed ends the run: the calls before it still count
-            self._ctx.state.add_calls(walls, ends)
+            self._ctx.state.calls.add_batch(walls, ends)
         return len(walls)
 
     def profile(self, calls: int, level: str = "default") -> None:
         runner = self.runner
         self._passes.take(
             calls,
-            function=self._ctx.state.function or runner.default_function(),
+            function=self._ctx.state.module.function or runner.default_function(),
             input_files=self._tool_inputs(),
             call_once=runner.steady_call,
             level=level,
@@ -289,7 +289,7 @@ class IreeFlow:
 
     def count(self) -> None:
         runner = self.runner
-        function = self._ctx.state.function or runner.default_function()
+        function = self._ctx.state.module.function or runner.default_function()
         self._counters.start(function, self._tool_inputs(), self.parameter_files())
 
     def counters_refusal(self) -> str | None:

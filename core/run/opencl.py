@@ -58,13 +58,13 @@ class OpenCLFlow(Uncapturable, Uncountable):
         state = ctx.state
         target = ctx.config.target_info
         assert target.path is not None
-        state.set_state("loading")
+        state.lifecycle.enter("loading")
         started = time.perf_counter()
         spec = load_spec(target.path)
-        state.phase(load_s=time.perf_counter() - started)
+        state.lifecycle.phase(load_s=time.perf_counter() - started)
         device = resolve_opencl_device(ctx.config.device)
-        state.set_devices([device])
-        state.set_function(
+        state.devices.set([device])
+        state.module.set_function(
             " -> ".join(k.name for k in spec.kernels),
             tuple(
                 f"{'x'.join(map(str, b.shape))}x{b.dtype}"
@@ -72,42 +72,42 @@ class OpenCLFlow(Uncapturable, Uncountable):
                 if spec.check and b.name == spec.check.output
             ),
         )
-        state.time_enqueues()
-        state.event("info", f"device {device.id}: {device.name}")
+        state.calls.time_enqueues()
+        state.log.add("info", f"device {device.id}: {device.name}")
         runner = self._runner = OpenCLRun(device, spec)
         started = time.perf_counter()
         runner.open()
-        state.phase(context_s=time.perf_counter() - started)
-        state.set_state("compiling")
+        state.lifecycle.phase(context_s=time.perf_counter() - started)
+        state.lifecycle.enter("compiling")
         started = time.perf_counter()
         runner.build(ctx.session_dir / "opencl-build.log")
-        state.phase(compile_s=time.perf_counter() - started)
-        state.event("info", f"built {spec.source_name} for {device.id}")
-        state.set_state("loading")
+        state.lifecycle.phase(compile_s=time.perf_counter() - started)
+        state.log.add("info", f"built {spec.source_name} for {device.id}")
+        state.lifecycle.enter("loading")
         started = time.perf_counter()
         runner.create_buffers()
-        state.phase(parameters_s=time.perf_counter() - started)
-        self._sampler = MemorySampler([device], runner.pool_statistics, state.on_memory, ctx.config.sample_interval_s)
+        state.lifecycle.phase(parameters_s=time.perf_counter() - started)
+        self._sampler = MemorySampler([device], runner.pool_statistics, state.memory.add, ctx.config.sample_interval_s)
         self._sampler.start()
         started = time.perf_counter()
         first = runner.call()
-        state.phase(first_call_s=time.perf_counter() - started)
+        state.lifecycle.phase(first_call_s=time.perf_counter() - started)
         # The first call (program warm-up) stands in for the kernel table until steady calls arrive.
         self._first = (first, time.perf_counter() - started)
         self._publish_kernels()
         if spec.check is not None:
             output = runner.read_buffer(spec.check.output)
-            state.set_tensors(outputs=[output])
+            state.outcome.set_tensors(outputs=[output])
             check = compare_outputs(
                 [output], [expected_output(spec, runner.initial)], rtol=spec.check.rtol, atol=spec.check.atol,
                 reference=f"check.expect {spec.check.expect!r}", given_by="spec",
             )  # fmt: skip
-            state.record_check(check)
-        state.set_tensors(inputs=[runner.initial[b.name] for b in spec.buffers])
+            state.outcome.record_check(check)
+        state.outcome.set_tensors(inputs=[runner.initial[b.name] for b in spec.buffers])
         if target.kind is TargetKind.OPENCL_DEMO:
             stages = runner.stage_timings()
-            state.set_stages(stages)
-            state.event(
+            state.outcome.set_stages(stages)
+            state.log.add(
                 "info",
                 f"A alone {stages.a_synced_ms:.2f} ms, B alone {stages.b_synced_ms:.2f} ms, "
                 f"A then B {stages.a_then_b_synced_ms:.2f} ms (synced once); unsynced A 'takes' "
@@ -119,7 +119,7 @@ class OpenCLFlow(Uncapturable, Uncountable):
         call = self.runner.call()
         synced = time.perf_counter() - started
         self._calls.append((call, synced))
-        self._ctx.state.add_call(synced, enqueue_s=call.enqueue_s)
+        self._ctx.state.calls.add(synced, enqueue_s=call.enqueue_s)
         if time.monotonic() - self._table_at >= PUBLISH_INTERVAL_S:  # at the rate snapshots go out, not per call
             self._publish_kernels()
         return 1
@@ -137,7 +137,7 @@ class OpenCLFlow(Uncapturable, Uncountable):
         )
         records = [call.records for call, _ in calls[-BREAKDOWN_CALLS:] if call.records is not None]
         breakdown = build_breakdown(records, source=BREAKDOWN_SOURCE, fit=BREAKDOWN_FIT)
-        self._ctx.state.set_profile(replace(summary, call_breakdown=breakdown))
+        self._ctx.state.profile.set_profile(replace(summary, call_breakdown=breakdown))
 
     def profile(self, calls: int, level: str = "default") -> None:
         """Never asked for (`why_no_profile`): every call is already timed by its events."""

@@ -115,7 +115,7 @@ class RunParts:
             server.start()
         except OSError as exc:
             why = f"control channel: {server.path}: {exc.strerror or exc}"
-            self.state.event("warning", f"{why} (gputop attach can follow this run but not pause or profile it)")
+            self.state.log.add("warning", f"{why} (gputop attach can follow this run but not pause or profile it)")
             return
         self.control = server
         # Viewers get every snapshot as the record writer serialises it: off the producer's thread, once for all.
@@ -142,7 +142,7 @@ class RunParts:
     def start_watch(self, device: DeviceInfo | None, own_pids: Iterable[int] = ()) -> NeighbourWatch:
         """Who else uses `device` and the host; the trees of this process, its owner and `own_pids` are the run's."""
         watch = NeighbourWatch(device, [*watch_roots(self.owner_pid), *own_pids])
-        watch.on_update = self.state.on_neighbours
+        watch.on_update = self.state.neighbours.set_live
         watch.start()
         self.watch = watch
         return watch
@@ -155,15 +155,15 @@ class RunParts:
     def start_clocks(self, device: DeviceInfo | None, every_s: float) -> None:
         """Read `device`'s GPU clocks every `every_s` while the calls go; where it has none, the state says why."""
         if device is None:
-            self.state.set_clock_source(None, "no device: no GPU clock to read")
+            self.state.clocks.set_source(None, "no device: no GPU clock to read")
             return
         clock, reason = gpu_clock_for(device)
-        self.state.set_clock_source(clock.label if clock is not None else None, reason)
+        self.state.clocks.set_source(clock.label if clock is not None else None, reason)
         if clock is None:
             return
-        watch = CallClockWatch(clock, every_s, self.state.on_clock)
+        watch = CallClockWatch(clock, every_s, self.state.clocks.on_reading)
         with contextlib.suppress(Exception):  # the clock before the first call: it counts for none
-            self.state.on_clock(watch.look())
+            self.state.clocks.on_reading(watch.look())
         watch.start()
         self.clock_watch = watch
 
@@ -173,18 +173,18 @@ class RunParts:
         the device's own reason: not CUDA)."""
         reason = why_not or pm_refusal_for(device)
         if reason is not None:
-            self.state.pm_not_sampling("off" if why_not and why_not.startswith("turned off") else "refused", reason)
+            self.state.pm.pm_not_sampling("off" if why_not and why_not.startswith("turned off") else "refused", reason)
             return
         assert device is not None
-        self.state.pm_not_sampling("starting", "PM sampling is starting")
-        watch = PmWatch(self.state, device.uuid, interval_ms)
+        self.state.pm.pm_not_sampling("starting", "PM sampling is starting")
+        watch = PmWatch(self.state.pm, device.uuid, interval_ms)
         watch.start()
         self.pm_watch = watch
         # The strip starts with the calls: a short run's calls would otherwise be over before CUPTI is ready
         # (about a second on an H100: the libraries, the profiler, the metric set, enabling the device).
         started = time.perf_counter()
         if watch.wait_settled(PM_START_WAIT_S) and watch.refused is None:
-            self.state.event("info", f"pm sampling: on in {time.perf_counter() - started:.2f} s")
+            self.state.log.add("info", f"pm sampling: on in {time.perf_counter() - started:.2f} s")
 
     def pause_pm(self, state: str, why: str) -> None:
         if self.pm_watch is not None:
@@ -208,7 +208,7 @@ class RunParts:
             return
         watch.stop()
         with contextlib.suppress(Exception):  # an NVML error at the end: the tally keeps what it had
-            self.state.on_clock(watch.look())
+            self.state.clocks.on_reading(watch.look())
 
     # -- the record -----------------------------------------------------------------------
     def report(self, state: str, exit_code: int) -> dict[str, Any]:
@@ -230,8 +230,8 @@ class RunParts:
         drain, and the manifest carries no `error` (the newest snapshot says what there is).
         """
         snapshot = self.snapshot
-        error = self.state.error
-        check = self.state.outcome.check
+        error = self.state.lifecycle.error
+        check = self.state.outcome.value.check
         extra: dict[str, Any] = (
             {"error": str(error) if error is not None else None} if drain_s is None else {"drain_s": drain_s}
         )
@@ -241,7 +241,7 @@ class RunParts:
             exit_code=exit_code,
             published=self.state.published,
             device=snapshot.device,
-            devices=list(self.state.devices),
+            devices=list(self.state.devices.devices),
             # The output check's verdict: `gputop sessions` lists a run whose check failed as `check failed`.
             check=None if check is None else ("passed" if check.passed else "failed"),
             **extra,  # `error`: a viewer says it when no sample could carry it

@@ -63,19 +63,20 @@ def prepare_module(ctx: RunContext) -> PreparedModule:
     names: tuple[tuple[str, str], ...] = ()
     if len(devices) > 1:
         names = tuple(zip(device_names(len(devices)), (d.id for d in devices), strict=True))
-    ctx.state.set_devices(devices, names)
+    ctx.state.devices.set(devices, names)
     for name, info in zip(device_names(len(devices)), devices, strict=True):
         label = f"{name} = " if len(devices) > 1 else ""
-        ctx.state.event("info", f"device {label}{info.id}: {info.name}")
+        ctx.state.log.add("info", f"device {label}{info.id}: {info.name}")
     if target.kind is TargetKind.VMFB:
-        ctx.state.phase(compile_s=0.0)
-        ctx.state.event("info", f"{target.text}: precompiled module, no compile")
+        ctx.state.lifecycle.phase(compile_s=0.0)
+        ctx.state.log.add("info", f"{target.text}: precompiled module, no compile")
         assert target.path is not None
         return PreparedModule(devices, target.path, demo, origin=SourceOrigin("vmfb", target.path.name))
     return _compile(ctx, devices, demo)
 
 
 def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None) -> PreparedModule:
+    """Compile the target (a demo, an ONNX model once imported, MLIR) for the run's devices."""
     config = ctx.config
     target = config.target_info
     device = devices[0]
@@ -91,31 +92,12 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
     if demo is not None:
         source_path, source_bytes = Path(f"{demo.name}.mlir"), demo.source()
     elif target.kind is TargetKind.ONNX:
-        assert target.path is not None
-        ctx.state.set_state("importing")
-        ctx.state.event("info", f"importing {target.text} (ONNX, opset {OPSET})")
-        model = import_onnx(target.path, ctx.session_dir, cancel=ctx.controls.stop_event)
-        ctx.state.phase(import_s=model.seconds)
-        how = "import cache hit" if model.cache_hit else f"imported in {model.seconds:.2f} s"
-        ctx.state.event("info", f"{how}: {model.mlir}")
-        if model.parameters is not None:
-            imported_parameters = model.parameters
-            ctx.state.event("info", f"weights in a parameter archive, loaded by the parameter path: {model.parameters}")
-        source_path, source_bytes = model.mlir, None
-        if not any("const-eval" in flag for flag in flags):
-            flags += ONNX_COMPILE_FLAGS
-        if DEBUGINFO_FLAG not in flags:
-            flags += (DEBUGINFO_FLAG,)
-        if model.f64 == "kept" and not any("demote-f64" in flag for flag in flags):
-            # Double inputs, outputs or weights: demoted, the module would read f64 bytes as f32.
-            flags += (F64_FLAG,)
-            ctx.state.event("info", "the model's interface or weights are float64: compiled keeping f64")
-        f64 = model.f64
-        ctx.state.set_state("compiling")
+        source_path, flags, imported_parameters, f64 = _import(ctx, target, flags)
+        source_bytes = None
     else:
         assert target.path is not None
         source_path, source_bytes = target.path, None
-    ctx.state.event("info", f"compiling {target.text} for {device.id}")
+    ctx.state.log.add("info", f"compiling {target.text} for {device.id}")
     try:
         compiled = compile_module(
             source_path,
@@ -124,43 +106,73 @@ def _compile(ctx: RunContext, devices: list[DeviceInfo], demo: demos.Demo | None
             cancel=ctx.controls.stop_event,
             use_cache=config.use_cache,
             source_bytes=source_bytes,
-            notify=lambda text: ctx.state.event("warning", text),
+            notify=lambda text: ctx.state.log.add("warning", text),
         )
     except CompileError as exc:
-        ctx.state.set_diagnostics(exc.diagnostics)
+        ctx.state.module.set_diagnostics(exc.diagnostics)
         if target.kind is TargetKind.ONNX and target.path is not None:
             raise explain_compile_failure(target.path, exc, flags) from None
         raise
     except GputopError as exc:
-        ctx.state.set_diagnostics(tuple(getattr(exc, "diagnostics", ())))
+        ctx.state.module.set_diagnostics(tuple(getattr(exc, "diagnostics", ())))
         raise
     if F64_FLAG in flags:
         f64 = "kept"
     elif f64 == "kept":  # the user's own flag demoted a double model
         f64 = "demoted"
-    ctx.state.set_compiled(compiled, f64=f64)
-    ctx.state.set_diagnostics(compiled.diagnostics)
-    affinity: AffinityAnalysis | None = None
-    if len(devices) > 1:
-        affinity = analyse_module(
-            source_path, flags, ctx.session_dir / "affinity", source_bytes=source_bytes,
-            cancel=ctx.controls.stop_event,
-        )  # fmt: skip
-        ctx.state.set_exports(tuple(affinity.records), tuple(affinity.transfers))
-        for record in affinity.records:
-            if record.flag == "hidden_transfer":
-                ctx.state.event(
-                    "warning",
-                    f"{record.function} result {record.index} is produced on {record.producer_affinity} but "
-                    f"exported on {record.export_affinity}: a hidden transfer of {record.transfer_bytes} bytes",
-                )
-    ctx.state.phase(compile_s=compiled.compile_s)
+    ctx.state.outcome.set_compiled(compiled, f64=f64)
+    ctx.state.module.set_diagnostics(compiled.diagnostics)
+    affinity = _affinity(ctx, source_path, flags, source_bytes) if len(devices) > 1 else None
+    ctx.state.lifecycle.phase(compile_s=compiled.compile_s)
     if compiled.workaround:
-        ctx.state.event("warning", compiled.workaround)
+        ctx.state.log.add("warning", compiled.workaround)
     how = "cache hit" if compiled.cache_hit else f"compiled in {compiled.compile_s:.2f} s"
-    ctx.state.event("info", f"{how}: {compiled.vmfb_path}")
+    ctx.state.log.add("info", f"{how}: {compiled.vmfb_path}")
     origin = _origin(target, demo, source_path)
     return PreparedModule(devices, compiled.vmfb_path, demo, imported_parameters, source_path, affinity, origin)
+
+
+def _import(
+    ctx: RunContext, target: Target, flags: tuple[str, ...]
+) -> tuple[Path, tuple[str, ...], Path | None, str | None]:
+    """Import an ONNX model: its MLIR, the compile flags it needs added, its weights' archive and its float64."""
+    assert target.path is not None
+    ctx.state.lifecycle.enter("importing")
+    ctx.state.log.add("info", f"importing {target.text} (ONNX, opset {OPSET})")
+    model = import_onnx(target.path, ctx.session_dir, cancel=ctx.controls.stop_event)
+    ctx.state.lifecycle.phase(import_s=model.seconds)
+    how = "import cache hit" if model.cache_hit else f"imported in {model.seconds:.2f} s"
+    ctx.state.log.add("info", f"{how}: {model.mlir}")
+    if model.parameters is not None:
+        ctx.state.log.add("info", f"weights in a parameter archive, loaded by the parameter path: {model.parameters}")
+    if not any("const-eval" in flag for flag in flags):
+        flags += ONNX_COMPILE_FLAGS
+    if DEBUGINFO_FLAG not in flags:
+        flags += (DEBUGINFO_FLAG,)
+    if model.f64 == "kept" and not any("demote-f64" in flag for flag in flags):
+        # Double inputs, outputs or weights: demoted, the module would read f64 bytes as f32.
+        flags += (F64_FLAG,)
+        ctx.state.log.add("info", "the model's interface or weights are float64: compiled keeping f64")
+    ctx.state.lifecycle.enter("compiling")
+    return model.mlir, flags, model.parameters, model.f64
+
+
+def _affinity(
+    ctx: RunContext, source_path: Path, flags: tuple[str, ...], source_bytes: bytes | None
+) -> AffinityAnalysis:
+    """A multi-device module's affinity analysis, kept by the run's state; each hidden transfer a warning."""
+    affinity = analyse_module(
+        source_path, flags, ctx.session_dir / "affinity", source_bytes=source_bytes, cancel=ctx.controls.stop_event
+    )
+    ctx.state.devices.set_exports(tuple(affinity.records), tuple(affinity.transfers))
+    for record in affinity.records:
+        if record.flag == "hidden_transfer":
+            ctx.state.log.add(
+                "warning",
+                f"{record.function} result {record.index} is produced on {record.producer_affinity} but "
+                f"exported on {record.export_affinity}: a hidden transfer of {record.transfer_bytes} bytes",
+            )
+    return affinity
 
 
 def _origin(target: Target, demo: demos.Demo | None, compiled: Path) -> SourceOrigin:

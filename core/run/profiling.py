@@ -125,112 +125,31 @@ class ProfilePasses:
         """
         ctx = self._ctx
         device = self._devices[0]
-        ctx.state.set_profiling(True)
+        ctx.state.profile.set_profiling(True)
         watch = ClockWatch(self._clock)
         # The in-process pass is set against as many of the run's own calls again, unprofiled, made after the
         # pass's warm-up (so at the clock the pass runs at) and just before it; the run's newest calls where
         # there is no in-process pass.
-        unprofiled = ctx.state.recent_call_ms(run_window(calls))
+        unprofiled = ctx.state.calls.recent_ms(run_window(calls))
         try:
             warmup = warm_up(self._clock, call_once, ctx.config.warmup_s, self._clock_reason)
-            ctx.state.event("info", warmup)
+            ctx.state.log.add("info", warmup)
             if device.backend == "cuda":
                 call_s = timed(call_once)
                 unprofiled = [call_s() * 1e3 for _ in range(run_window(calls))]
-            ctx.state.event("info", f"profiling {calls} calls on {device.id}...")
+            ctx.state.log.add("info", f"profiling {calls} calls on {device.id}...")
             watch.start()
             calls_window: tuple[float, float] | None = None  # in-process CUPTI: the watch spans only the calls
             if device.backend == "cuda":
-                events, walls, call_records = record_calls(slowed_for_test(call_once), calls)
-                trace = write_trace(
-                    events, device.id, ctx.session_dir / f"{pass_stem(ctx.session_dir)}.trace.json",
-                    calls=call_records, source_ops=self._source_ops_named,
-                )  # fmt: skip
-                latest = summarize_events(
-                    events, calls=calls, source="cupti", device_id=device.id,
-                    call_wall_ms=statistics.fmean(walls) * 1e3, trace_path=str(trace),
-                )  # fmt: skip
-                breakdown = build_breakdown(call_records, source=CUPTI_SOURCE, fit=CUPTI_FIT)
-                method = (
-                    f"{len(unprofiled)} unprofiled calls of the run's function made just before the pass, after "
-                    f"its warm-up (max(calls, 20)), in this process"
-                )
-                overhead = measure_overhead([wall * 1e3 for wall in walls], unprofiled, method)
-                if overhead is not None:
-                    launches = sum(k.per_call for k in latest.kernels)
-                    floor, basis = cupti_floor(launches, overhead.unprofiled_median_ms)
-                    overhead = replace(overhead, floor_ratio=floor, floor_basis=basis)
-                latest = replace(
-                    latest, call_breakdown=breakdown, overhead=overhead, profiling_on=CUPTI_ON, level=level
-                )
+                latest, events = self._cupti_pass(calls, call_once, unprofiled, level)
             else:
                 latest, events, calls_window = profile_with_ireeprof(
                     self._vmfb, self._devices, function, input_files, calls, ctx.session_dir,
                     cancel=ctx.controls.stop_event, level=level, source_ops=self._source_ops_named,
                 )  # fmt: skip
             clocks = watch.pass_clocks(warmup, window_ns=calls_window)
-            if clocks is not None and restarts_table(self._pass_clocks, clocks):
-                earlier = ", ".join(f"{p.mean_sm_mhz:.0f}" for p in self._pass_clocks)
-                ctx.state.event(
-                    "info",
-                    f"profile: earlier passes ran at another clock (mean SM {earlier} MHz); the kernel table "
-                    f"restarts from this steady pass at {clocks.mean_sm_mhz:.0f} MHz",
-                )
-                self._events.clear()
-                self._calls = 0
-                self._passes = 0
-                self._pass_clocks.clear()
-            self._events.extend(events)
-            self._calls += calls
-            self._passes += 1
-            ctx.state.set_dispatch_samples(
-                dispatch_samples(
-                    ((e.name, e.duration_ns) for e in self._events),
-                    calls=self._calls,
-                    source=latest.source,
-                    device=device.id,
-                    passes=self._passes,
-                )
-            )
-            latest = self._rate(latest, [clocks] if clocks else [])
-            if clocks is not None:
-                self._pass_clocks.append(clocks)
-            merged = latest
-            if self._calls > calls:
-                merged = summarize_events(
-                    list(self._events), calls=self._calls, source=latest.source, device_id=device.id,
-                    call_wall_ms=latest.call_wall_ms, pools=list(latest.pools), profile_path=latest.profile_path,
-                    trace_path=latest.trace_path,
-                )  # fmt: skip
-                merged = self._rate(merged, list(self._pass_clocks))
-                # The kernel table grows over passes; where the time went is the newest pass's own, and so are
-                # its per-call figures: merged kernels against the newest pass's wall made a gap no pass had
-                # (issue 49: the header said 25.155 ms of kernels in a 21.595 ms call, the Log another gap).
-                merged = replace(
-                    merged, call_breakdown=latest.call_breakdown, hints=latest.hints, overhead=latest.overhead,
-                    profiling_on=latest.profiling_on, level=latest.level, kernels_overhead=latest.kernels_overhead,
-                    kernels_profiling_on=latest.kernels_profiling_on, call_kernel_ms=latest.call_kernel_ms,
-                    gap_ms=latest.gap_ms, passes=self._passes, pass_calls=calls,
-                )  # fmt: skip
-            ctx.state.set_profile(merged)
-            if clocks is not None and clocks.window:
-                ctx.state.event("info", f"profile: {clocks.window}")
-            if latest.clocks is not None and latest.clocks.warning:
-                ctx.state.event("warning", f"profile: {latest.clocks.warning}")
-            if ctx.config.profile_every_s:
-                _keep_newest_passes(ctx.session_dir)
-            gap = f", gap {latest.gap_ms:.3f} ms" if latest.gap_ms is not None else ""
-            wall = f" of {latest.call_wall_ms:.3f} ms synced" if latest.call_wall_ms is not None else ""
-            ctx.state.event(
-                "info",
-                f"profile: {len(latest.kernels)} kernels, {latest.call_kernel_ms:.3f} ms kernel time per call"
-                f"{wall}{gap}; trace {latest.trace_path}",
-            )
-            if latest.call_breakdown is not None:
-                ctx.state.event("info", f"profile: {breakdown_line(latest.call_breakdown)}")
-            self._say_overhead(latest)
-            for hint in latest.hints:
-                ctx.state.event("info", f"iree-profile explain: {hint}")
+            latest = self._merge(latest, events, calls, clocks)
+            self._say_pass(latest, clocks)
         except (Interrupted, UnwritableFile):
             # A full disk ends the run: a pass that cannot write its files measures nothing, and so would
             # every pass after it; one line naming the file beats a warning repeated every period.
@@ -238,25 +157,129 @@ class ProfilePasses:
         except GputopError as exc:
             if no_space_left(ctx.session_dir):  # the tool's own words for it vary: the disk says why it failed
                 raise UnwritableFile(ctx.session_dir, os.strerror(errno.ENOSPC)) from None
-            ctx.state.event("warning", f"profile failed: {exc}", exc.log_path)
+            ctx.state.log.add("warning", f"profile failed: {exc}", exc.log_path)
         finally:
             watch.stop()
-            ctx.state.set_profiling(False)
+            ctx.state.profile.set_profiling(False)
+
+    def _cupti_pass(
+        self, calls: int, call_once: Callable[[], object], unprofiled: list[float], level: str
+    ) -> tuple[ProfileSummary, list[DispatchEvent]]:
+        """A pass in this process: `calls` calls under CUPTI, their trace, where the time went and what the pass
+        cost against `unprofiled` (the run's own calls just before it)."""
+        ctx = self._ctx
+        device = self._devices[0]
+        events, walls, call_records = record_calls(slowed_for_test(call_once), calls)
+        trace = write_trace(
+            events, device.id, ctx.session_dir / f"{pass_stem(ctx.session_dir)}.trace.json",
+            calls=call_records, source_ops=self._source_ops_named,
+        )  # fmt: skip
+        latest = summarize_events(
+            events, calls=calls, source="cupti", device_id=device.id,
+            call_wall_ms=statistics.fmean(walls) * 1e3, trace_path=str(trace),
+        )  # fmt: skip
+        breakdown = build_breakdown(call_records, source=CUPTI_SOURCE, fit=CUPTI_FIT)
+        method = (
+            f"{len(unprofiled)} unprofiled calls of the run's function made just before the pass, after "
+            f"its warm-up (max(calls, 20)), in this process"
+        )
+        overhead = measure_overhead([wall * 1e3 for wall in walls], unprofiled, method)
+        if overhead is not None:
+            launches = sum(k.per_call for k in latest.kernels)
+            floor, basis = cupti_floor(launches, overhead.unprofiled_median_ms)
+            overhead = replace(overhead, floor_ratio=floor, floor_basis=basis)
+        latest = replace(latest, call_breakdown=breakdown, overhead=overhead, profiling_on=CUPTI_ON, level=level)
+        return latest, events
+
+    def _merge(
+        self, latest: ProfileSummary, events: Sequence[DispatchEvent], calls: int, clocks: PassClocks | None
+    ) -> ProfileSummary:
+        """The pass joins the passes before it (or, at another clock, starts the table again): the merged kernel
+        table and the dispatch samples go to the run's state. Returns the pass's own summary, rated."""
+        ctx = self._ctx
+        device = self._devices[0]
+        if clocks is not None and restarts_table(self._pass_clocks, clocks):
+            earlier = ", ".join(f"{p.mean_sm_mhz:.0f}" for p in self._pass_clocks)
+            ctx.state.log.add(
+                "info",
+                f"profile: earlier passes ran at another clock (mean SM {earlier} MHz); the kernel table "
+                f"restarts from this steady pass at {clocks.mean_sm_mhz:.0f} MHz",
+            )
+            self._events.clear()
+            self._calls = 0
+            self._passes = 0
+            self._pass_clocks.clear()
+        self._events.extend(events)
+        self._calls += calls
+        self._passes += 1
+        ctx.state.calls.set_dispatch_samples(
+            dispatch_samples(
+                ((e.name, e.duration_ns) for e in self._events),
+                calls=self._calls,
+                source=latest.source,
+                device=device.id,
+                passes=self._passes,
+            )
+        )
+        latest = self._rate(latest, [clocks] if clocks else [])
+        if clocks is not None:
+            self._pass_clocks.append(clocks)
+        merged = latest
+        if self._calls > calls:
+            merged = summarize_events(
+                list(self._events), calls=self._calls, source=latest.source, device_id=device.id,
+                call_wall_ms=latest.call_wall_ms, pools=list(latest.pools), profile_path=latest.profile_path,
+                trace_path=latest.trace_path,
+            )  # fmt: skip
+            merged = self._rate(merged, list(self._pass_clocks))
+            # The kernel table grows over passes; where the time went is the newest pass's own, and so are
+            # its per-call figures: merged kernels against the newest pass's wall made a gap no pass had
+            # (issue 49: the header said 25.155 ms of kernels in a 21.595 ms call, the Log another gap).
+            merged = replace(
+                merged, call_breakdown=latest.call_breakdown, hints=latest.hints, overhead=latest.overhead,
+                profiling_on=latest.profiling_on, level=latest.level, kernels_overhead=latest.kernels_overhead,
+                kernels_profiling_on=latest.kernels_profiling_on, call_kernel_ms=latest.call_kernel_ms,
+                gap_ms=latest.gap_ms, passes=self._passes, pass_calls=calls,
+            )  # fmt: skip
+        ctx.state.profile.set_profile(merged)
+        return latest
+
+    def _say_pass(self, latest: ProfileSummary, clocks: PassClocks | None) -> None:
+        """The pass in the log: its clocks, its kernels and time per call, where the time went, its cost, hints."""
+        ctx = self._ctx
+        if clocks is not None and clocks.window:
+            ctx.state.log.add("info", f"profile: {clocks.window}")
+        if latest.clocks is not None and latest.clocks.warning:
+            ctx.state.log.add("warning", f"profile: {latest.clocks.warning}")
+        if ctx.config.profile_every_s:
+            _keep_newest_passes(ctx.session_dir)
+        gap = f", gap {latest.gap_ms:.3f} ms" if latest.gap_ms is not None else ""
+        wall = f" of {latest.call_wall_ms:.3f} ms synced" if latest.call_wall_ms is not None else ""
+        ctx.state.log.add(
+            "info",
+            f"profile: {len(latest.kernels)} kernels, {latest.call_kernel_ms:.3f} ms kernel time per call"
+            f"{wall}{gap}; trace {latest.trace_path}",
+        )
+        if latest.call_breakdown is not None:
+            ctx.state.log.add("info", f"profile: {breakdown_line(latest.call_breakdown)}")
+        self._say_overhead(latest)
+        for hint in latest.hints:
+            ctx.state.log.add("info", f"iree-profile explain: {hint}")
 
     def _say_overhead(self, latest: ProfileSummary) -> None:
         """The pass's own cost as an event, and a warning naming what was on when it is over 1.05."""
         state = self._ctx.state
         if latest.overhead is None:
-            state.event("info", "profile: overhead unmeasured (no unprofiled calls to set the pass against)")
+            state.log.add("info", "profile: overhead unmeasured (no unprofiled calls to set the pass against)")
             return
         data = to_json(latest.overhead)
-        state.event("info", f"profile: {overhead_text(data)}; unprofiled: {latest.overhead.method}")
+        state.log.add("info", f"profile: {overhead_text(data)}; unprofiled: {latest.overhead.method}")
         warning = overhead_warning(data, latest.profiling_on)
         if warning:
-            state.event("warning", f"profile: {warning}")
+            state.log.add("warning", f"profile: {warning}")
         separate = kernels_cost_text(to_json(latest.kernels_overhead) if latest.kernels_overhead else None)
         if separate:
-            state.event("info", f"profile: {separate} ({latest.kernels_profiling_on})")
+            state.log.add("info", f"profile: {separate} ({latest.kernels_profiling_on})")
 
     def rate_alone(self, summary: ProfileSummary) -> ProfileSummary:
         """A kernel table no pass of this run made (a counters pass's own), rated as a pass is, without clocks."""
@@ -281,5 +304,5 @@ class ProfilePasses:
             counted = f"{len(work.dispatches)} dispatches counted from {work.source}"
             if work.reason:
                 counted = f"from {self._efficiency.work_source}"
-            self._ctx.state.event("info", f"work per dispatch: {counted}")
+            self._ctx.state.log.add("info", f"work per dispatch: {counted}")
         return self._efficiency

@@ -46,8 +46,8 @@ class ToolFlow(Uncapturable, Uncountable):
 
         ctx, module = self._ctx, self._module
         state = ctx.state
-        state.event("info", "multi-device GPU module: calls run through iree-run-module/iree-benchmark-module")
-        state.set_state("loading")
+        state.log.add("info", "multi-device GPU module: calls run through iree-run-module/iree-benchmark-module")
+        state.lifecycle.enter("loading")
         started = time.perf_counter()
         vm_module = rt.VmModule.mmap(rt.VmInstance(), str(module.vmfb))
         exported = [n for n in vm_module.function_names if not n.startswith("__")]
@@ -56,26 +56,26 @@ class ToolFlow(Uncapturable, Uncountable):
         if name not in exported:
             raise UsageError(f"no function {name!r} in the module (it exports: {', '.join(exported)})")
         signature = signature_of(vm_module.lookup_function(name))
-        state.phase(load_s=time.perf_counter() - started)
-        state.set_function(name, tuple(str(t) for t in signature.outputs))
+        state.lifecycle.phase(load_s=time.perf_counter() - started)
+        state.module.set_function(name, tuple(str(t) for t in signature.outputs))
         inputs = make_inputs(signature, list(ctx.config.inputs), ctx.config.seed)
-        state.set_tensors(inputs=inputs)
+        state.outcome.set_tensors(inputs=inputs)
         runner = self._runner = ToolModuleRun(module.devices, module.vmfb, name, save_inputs(ctx, signature))
         self._sampler = MemorySampler(
-            module.devices, runner.pool_statistics, state.on_memory, ctx.config.sample_interval_s
+            module.devices, runner.pool_statistics, state.memory.add, ctx.config.sample_interval_s
         )
         self._sampler.start()
         started = time.perf_counter()
         outputs = runner.first_call(len(signature.outputs), cancel=ctx.controls.stop_event)
-        state.phase(first_call_s=time.perf_counter() - started)
-        state.set_tensors(outputs=outputs)
-        state.record_check(check_outputs(ctx, outputs, inputs, demo))
+        state.lifecycle.phase(first_call_s=time.perf_counter() - started)
+        state.outcome.set_tensors(outputs=outputs)
+        state.outcome.record_check(check_outputs(ctx, outputs, inputs, demo))
         observe_exports(ctx, module, signature)  # multi-device: the bytes one profiled call really moved
 
     def calls(self, limit: int) -> int:
         batch = min(BATCH, limit)
         for seconds in self.runner.call_batch(batch, cancel=self._ctx.controls.stop_event):
-            self._ctx.state.add_call(seconds)
+            self._ctx.state.calls.add(seconds)
         return batch  # made, even if the tool's timing file came back short
 
     def profile(self, calls: int, level: str = "default") -> None:

@@ -38,25 +38,25 @@ def observe_exports(ctx: RunContext, module: PreparedModule, signature: Function
     state = ctx.state
     why = why_not_observable([d.backend for d in module.devices])
     if why is not None:
-        state.event("info", f"transfers not observed: {why}")
+        state.log.add("info", f"transfers not observed: {why}")
         return
     try:
-        inputs = tool_input_args(signature, state.outcome.inputs, ctx.session_dir / "transfers")
+        inputs = tool_input_args(signature, state.outcome.value.inputs, ctx.session_dir / "transfers")
         observation = observe_transfers(
             affinity, vmfb=module.vmfb, devices=module.devices, input_args=inputs,
             out_dir=ctx.session_dir / "transfers", cancel=ctx.controls.stop_event,
-            shapes=input_shapes(signature, state.outcome.inputs),
+            shapes=input_shapes(signature, state.outcome.value.inputs),
         )  # fmt: skip
     except Interrupted:
         raise
     except GputopError as exc:
-        state.event("warning", f"transfers not observed: {exc}", exc.log_path)
+        state.log.add("warning", f"transfers not observed: {exc}", exc.log_path)
         return
     updated = analysis.replace_function(observation.affinity)
-    state.set_exports(tuple(updated.records), tuple(updated.transfers))
+    state.devices.set_exports(tuple(updated.records), tuple(updated.transfers))
     names = device_names(len(module.devices))
     copies = observation.copies_seen
-    state.event(
+    state.log.add(
         "info",
         f"transfers observed: one profiled call copied {sum(c.bytes for c in copies)} bytes in {len(copies)} "
         f"cop{'y' if len(copies) == 1 else 'ies'} on "
@@ -64,16 +64,16 @@ def observe_exports(ctx: RunContext, module: PreparedModule, signature: Function
     )
     for transfer in observation.affinity.transfers:
         if transfer.bytes_from_call:
-            state.event(
+            state.log.add(
                 "info",
                 f"transfer {transfer.source} -> {transfer.target}: {transfer.bytes} bytes for this call's shapes "
                 f"({transfer.bytes_expr})",
             )
         if transfer.observed_bytes is not None and transfer.observed_bytes != transfer.bytes:
-            state.event(
+            state.log.add(
                 "warning",
                 f"transfer {transfer.source} -> {transfer.target} of {transfer.bytes} bytes ({transfer.op}): "
                 f"the profiled call copied {transfer.observed_bytes}",
             )
     for note in unexplained_notes(observation):
-        state.event("warning", note)
+        state.log.add("warning", note)

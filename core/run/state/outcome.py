@@ -1,7 +1,8 @@
 """What a run produced besides its snapshots: the compiled module, tensors, output check, parameters, stages.
 
-A state part (see `gputop.core.run.state`): RunState holds it and changes it
-under its lock only. Of the snapshots it fills only the output check
+A state part (see `gputop.core.run.state`): its setters take the run's lock
+(the compile goes to the session's manifest too, the check's verdict to the
+log). Of the snapshots it fills only the output check
 (`fields()`: a failed check is a state of the run a viewer must see);
 `summary_fields()` is its piece of the run's report. `RunOutcome` is the
 frozen value readers get (`Session.outcome`): the part replaces it, never
@@ -24,6 +25,8 @@ from gputop.core.records.calls import StageTimings
 from gputop.core.records.checks import OutputCheck, TensorSummary
 from gputop.core.records.compile import CompileRecord
 from gputop.core.records.parameters import ParameterStages
+from gputop.core.run.state.link import RunLink
+from gputop.core.run.state.log import LogState
 from gputop.core.wording import check_tolerances, unchecked_outputs
 
 __all__ = ["OutcomeFields", "OutcomeState", "OutcomeSummaryFields", "RunOutcome", "check_lines", "compile_record"]
@@ -73,40 +76,56 @@ class OutcomeSummaryFields(TypedDict):
 class OutcomeState:
     """The run's `RunOutcome` so far, replaced field by field as the run produces them."""
 
-    def __init__(self) -> None:
+    def __init__(self, link: RunLink | None = None, log: LogState | None = None) -> None:
+        self.link = link or RunLink.alone()
+        self.log = log or LogState(self.link)
         self.value = RunOutcome()
 
-    def set_compiled(self, compiled: CompiledModule, f64: str | None) -> None:
-        self.value = replace(self.value, compiled=compiled, f64=f64)
+    def set_compiled(self, compiled: CompiledModule, *, f64: str | None = None) -> None:
+        """Keep the compiled module; `f64` says whether float64 was kept or demoted to float32."""
+        record = compile_record(compiled, f64)
+        with self.link.lock:
+            self.value = replace(self.value, compiled=compiled, f64=f64)
+        self.link.update_manifest(compile=record)
 
-    def set_tensors(self, inputs: list[np.ndarray] | None, outputs: list[np.ndarray] | None) -> None:
+    def set_tensors(self, *, inputs: list[np.ndarray] | None = None, outputs: list[np.ndarray] | None = None) -> None:
         """The run's inputs and (or) outputs; None leaves what is there."""
-        if inputs is not None:
-            self.value = replace(self.value, inputs=tuple(inputs))
-        if outputs is not None:
-            self.value = replace(self.value, outputs=tuple(outputs))
+        with self.link.lock:
+            if inputs is not None:
+                self.value = replace(self.value, inputs=tuple(inputs))
+            if outputs is not None:
+                self.value = replace(self.value, outputs=tuple(outputs))
 
     def set_parameter_files(self, files: list[Path], mode: str | None) -> None:
-        self.value = replace(self.value, parameter_files=tuple(files), parameter_mode=mode)
+        """The parameter files the run loads, and how (`streamed`, `mmap`, `file_async`)."""
+        with self.link.lock:
+            self.value = replace(self.value, parameter_files=tuple(files), parameter_mode=mode)
 
     def set_stages(self, stages: StageTimings) -> None:
-        self.value = replace(self.value, stages=stages)
+        with self.link.lock:
+            self.value = replace(self.value, stages=stages)
 
-    def set_check(self, check: OutputCheck | None) -> None:
-        self.value = replace(self.value, check=check)
+    def record_check(self, check: OutputCheck | None) -> None:
+        """Keep the outcome of an output check and say it in the log, one line."""
+        with self.link.lock:
+            self.value = replace(self.value, check=check)
+        if check is not None:
+            for level, line in check_lines(check):
+                self.log.add(level, line)
 
     def parameters_loaded(
         self, loaded_bytes: int, seconds: float, *, mode: str | None, zero_copy: bool, stages: ParameterStages | None
     ) -> None:
         """The parameters' load is over: its totals (and its mode, where a fallback changed it)."""
-        self.value = replace(
-            self.value,
-            parameter_bytes=loaded_bytes,
-            parameter_seconds=seconds,
-            parameter_mode=mode or self.value.parameter_mode,
-            parameter_zero_copy=zero_copy,
-            parameter_stages=stages,
-        )
+        with self.link.lock:
+            self.value = replace(
+                self.value,
+                parameter_bytes=loaded_bytes,
+                parameter_seconds=seconds,
+                parameter_mode=mode or self.value.parameter_mode,
+                parameter_zero_copy=zero_copy,
+                parameter_stages=stages,
+            )
 
     def fields(self) -> OutcomeFields:
         return OutcomeFields(check=self.value.check)

@@ -1,8 +1,9 @@
 """The PM sampling strip's state: the newest samples, the calls' own averages, and the strip of the last seconds.
 
-A state part (see `gputop.core.run.state`): RunState holds it and changes it
-under its lock only; `fields()` is its piece of every snapshot. Samples come
-from `profiling.pm_watch` about ten times a second as rows
+A state part (see `gputop.core.run.state`): it is the PM watch's listener
+(`pm_ready`, `pm_samples`, `pm_not_sampling` take the run's lock and publish);
+`fields()` is its piece of every snapshot. Samples come from the PM watch
+about ten times a second as rows
 `[start_s, end_s, value, ...]` on the call timer's clock (perf_counter
 seconds); they are kept in a ring of HISTORY rows in the metrics' display
 units (the SM clock in MHz). Each call whose whole window the samples cover
@@ -15,6 +16,7 @@ bounded space, as the clocks' tally does.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -22,6 +24,10 @@ from typing import Any, TypedDict
 import numpy as np
 
 from gputop.core.records.pm import ROLE_LABELS, PmCallFigures, PmMetric, PmSampling
+from gputop.core.run.state.calls import CallsState
+from gputop.core.run.state.devices import DevicesState
+from gputop.core.run.state.link import RunLink
+from gputop.core.run.state.log import LogState
 from gputop.core.watch.call_clocks import counted_quantile
 
 __all__ = [
@@ -107,6 +113,10 @@ def window_means(samples: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> t
 class PmState:
     """The strip's state and figures; `fields()` builds the snapshot's `PmSampling` from them."""
 
+    link: RunLink = field(default_factory=RunLink.alone)
+    log: LogState = field(default_factory=LogState)
+    calls: CallsState = field(default_factory=CallsState)  # the calls whose windows the samples are set against
+    devices: DevicesState = field(default_factory=DevicesState)  # a refusal is news on a GPU only
     state: str = "off"
     reason: str | None = None  # None while off: the engine has not decided yet (no strip in the snapshot)
     source: str | None = None
@@ -126,12 +136,44 @@ class PmState:
     tallies: list[Counter[float]] = field(default_factory=list)
     _strip: tuple[tuple[float | None, ...], tuple[tuple[float, ...], ...]] | None = None  # until new samples
 
-    # -- lifecycle --------------------------------------------------------------
-    def set_reason(self, state: str, reason: str | None) -> None:
-        """Not sampling: `state` (refused, paused, off, starting) and why."""
-        self.state, self.reason = state, reason
+    # -- the PM watch's events (its thread, and the engine) -----------------------
+    def pm_ready(self, info: dict[str, Any]) -> None:
+        """PM sampling has started (or started again after a pause) with these metrics."""
+        with self.link.lock:
+            again = self.state == "paused"
+            self._ready(info, time.perf_counter())
+        if again:
+            self.log.add("info", "pm sampling: on again")
+        self.link.publish(True)
 
-    def ready(self, info: dict[str, Any], at_s: float) -> None:
+    def pm_samples(self, rows: np.ndarray, overflow: bool, decode_s: float) -> None:
+        """Decoded samples: kept for the strip, and the calls they now cover get their own averages."""
+        with self.link.lock:
+            self._add(rows, overflow, decode_s)
+            first, starts, ends = self.calls.timer.windows_from(self.aligned_through)
+            if first > self.aligned_through:  # calls the window no longer holds: passed over
+                self.aligned_through = first
+            self._align(first, starts, ends)
+        self.link.publish(False)
+
+    def pm_not_sampling(self, state: str, reason: str) -> None:
+        """PM sampling is not running: `state` (refused, paused, off, ended) and why; a change goes to the log."""
+        with self.link.lock:
+            changed = (self.state, self.reason) != (state, reason)
+            self.state, self.reason = state, reason
+            device = self.devices.device
+        # The key's own viewer says "PM sampling off": the log keeps refusals and pauses, which no key asked for.
+        if changed and state in ("refused", "paused") and device is not None and device.kind == "gpu":
+            self.log.add("warning" if state == "refused" else "info", f"pm sampling: {reason}")
+        self.link.publish(True)
+
+    def status(self) -> tuple[str, str | None]:
+        """The strip's state (sampling, starting, refused, paused, off, ended) and why it is not sampling."""
+        with self.link.lock:
+            return self.state, self.reason
+
+    # -- lifecycle --------------------------------------------------------------
+    def _ready(self, info: dict[str, Any], at_s: float) -> None:
         """Sampling has started (or started again) with `info` (the watch's `ready`)."""
         metrics = display_units(list(info["metrics"]), dict(info.get("roles", {})))
         if metrics != self.metrics:  # another set (a first start): the old figures describe other metrics
@@ -149,7 +191,7 @@ class PmState:
             self.decode_since = at_s
 
     # -- samples ----------------------------------------------------------------
-    def add(self, rows: np.ndarray, overflow: bool, decode_s: float) -> None:
+    def _add(self, rows: np.ndarray, overflow: bool, decode_s: float) -> None:
         """Decoded samples (CUPTI's units), whether the hardware buffer overflowed, and what decoding took."""
         self.overflow = self.overflow or overflow
         self.decode_s += decode_s
@@ -172,7 +214,7 @@ class PmState:
             return self._ring[: self._kept]
         return np.concatenate((self._ring[self._next :], self._ring[: self._next]))
 
-    def align(self, first_index: int, starts: np.ndarray, ends: np.ndarray) -> None:
+    def _align(self, first_index: int, starts: np.ndarray, ends: np.ndarray) -> None:
         """Calls numbered from `first_index` with their windows (perf_counter seconds): each one the kept samples
         cover to its end gets its means tallied; later ones wait for the next samples, earlier ones than the
         oldest kept sample are passed over."""

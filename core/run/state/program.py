@@ -1,10 +1,11 @@
 """A watched program's part of the run: its functions' call timers and what was seen of the process.
 
-A state part (see `gputop.core.run.state`): RunState holds it and changes it
-under its lock only; `fields()` is its piece of every snapshot
-(`RunSnapshot.program`). A program calls many functions where a gputop run
-calls one, so each function has the `CallTimer` a gputop run uses, and the
-busiest one's timer is the run's `calls` (its samples are what `gputop
+A state part (see `gputop.core.run.state`): its events (`set_view`,
+`add_calls`) take the run's lock and publish; `fields()` is its piece of
+every snapshot (`RunSnapshot.program`). A program calls many functions where
+a gputop run calls one, so each function has the `CallTimer` a gputop run
+uses; the busiest one is what the run's `calls` and `function` show (the
+`calls` and `module` parts ask `busiest()`; its samples are what `gputop
 compare` tests). The watcher inside the program times each call with the
 program's monotonic clock, the engine's `time.perf_counter` on Linux, so the
 end stamps line up with the engine's and calls/s over the last seconds holds.
@@ -18,6 +19,7 @@ from typing import TypedDict
 from gputop.core.call_times import CallTimer
 from gputop.core.records.program import FunctionCalls, ProgramView
 from gputop.core.run.state.call_parts import FunctionParts
+from gputop.core.run.state.link import RunLink
 
 __all__ = ["ProgramFields", "ProgramState", "split_function"]
 
@@ -34,44 +36,62 @@ def split_function(qualified: str) -> tuple[str, str]:
     return (module, name) if dot else ("", qualified)
 
 
+def _row_call(row: object) -> tuple[str, float, float] | None:
+    """One recorded call as (qualified name, end_s, duration_s); None for a row that is not one."""
+    if not isinstance(row, list | tuple) or len(row) < 3:
+        return None
+    if len(row) >= 4 and isinstance(row[2], int) and isinstance(row[3], int):
+        qualified, end_s, duration_s = row[0], row[3] / 1e9, (row[3] - row[2]) / 1e9
+    else:
+        qualified, end_s, duration_s = row[0], row[1], row[2]
+    if not isinstance(qualified, str) or not isinstance(end_s, int | float):
+        return None
+    if not isinstance(duration_s, int | float) or duration_s < 0:
+        return None
+    return qualified, float(end_s), float(duration_s)
+
+
 @dataclass(eq=False)
 class ProgramState:
     """None of it until a program is watched; then its view and one timer per function."""
 
+    link: RunLink = field(default_factory=RunLink.alone)
     view: ProgramView | None = None
     timers: dict[str, CallTimer] = field(default_factory=dict)
-    parts: dict[str, FunctionParts] = field(default_factory=dict)
+    parts: dict[str, FunctionParts] = field(default_factory=dict)  # each function's calls taken apart
     total: int = 0
     last_end_ns: int | None = None  # the newest call's end: the next call's `between` starts there
+
+    def set_view(self, view: ProgramView) -> None:
+        """A watched program's view (its functions' rows are this part's own, filled in by `fields`)."""
+        with self.link.lock:
+            self.view = view
+        self.link.publish(False)
 
     def add_calls(self, calls: list[object]) -> int:
         """`[["module.function", context_id, start_ns, end_ns, invoke_start_ns, invoke_end_ns, argument_bytes,
         same], ...]` as the watcher recorded them (a VmContext.invoke alone has the first four; its first form
         was `[name, end_s, duration_s]`); returns how many were taken (a bad row is skipped)."""
         taken = 0
-        for row in calls:
-            if not isinstance(row, list | tuple) or len(row) < 3:
-                continue
-            timed_ns = len(row) >= 4 and isinstance(row[2], int) and isinstance(row[3], int)
-            if timed_ns:
-                qualified, end_s, duration_s = row[0], row[3] / 1e9, (row[3] - row[2]) / 1e9
-            else:
-                qualified, end_s, duration_s = row[0], row[1], row[2]
-            if not isinstance(qualified, str) or not isinstance(end_s, int | float):
-                continue
-            if not isinstance(duration_s, int | float) or duration_s < 0:
-                continue
-            timer = self.timers.get(qualified)
-            if timer is None:
-                timer = self.timers[qualified] = CallTimer()
-            timer.add(float(duration_s), ended_at=float(end_s))
-            if timed_ns:
-                self._take_apart(qualified, row)
-            taken += 1
-        self.total += taken
+        with self.link.lock:
+            for row in calls:
+                call = _row_call(row)
+                if call is None:
+                    continue
+                qualified, end_s, duration_s = call
+                timer = self.timers.get(qualified)
+                if timer is None:
+                    timer = self.timers[qualified] = CallTimer()
+                timer.add(duration_s, ended_at=end_s)
+                if isinstance(row, list | tuple) and len(row) >= 4 and isinstance(row[2], int):
+                    self._take_apart(qualified, row)
+                taken += 1
+            self.total += taken
+        self.link.publish(False)
         return taken
 
     def _take_apart(self, qualified: str, row: list[object] | tuple[object, ...]) -> None:
+        """A call's parts (under the lock): arguments, invoke and results where the watcher saw them."""
         parts = self.parts.get(qualified)
         if parts is None:
             parts = self.parts[qualified] = FunctionParts()
@@ -87,22 +107,24 @@ class ProgramState:
 
     def add_reads(self, reads: list[object]) -> None:
         """`[[function, start_ns, end_ns, bytes], ...]`: results read back to the host, by whose results they are."""
-        for row in reads:
-            if not isinstance(row, list | tuple) or len(row) < 4 or not isinstance(row[0], str):
-                continue
-            start, end, nbytes = row[1], row[2], row[3]
-            if not (isinstance(start, int) and isinstance(end, int) and isinstance(nbytes, int)):
-                continue
-            parts = self.parts.get(row[0])
-            if parts is None:
-                parts = self.parts[row[0]] = FunctionParts()
-            parts.add_read(max(end - start, 0) / 1e9, nbytes)
+        with self.link.lock:
+            for row in reads:
+                if not isinstance(row, list | tuple) or len(row) < 4 or not isinstance(row[0], str):
+                    continue
+                start, end, nbytes = row[1], row[2], row[3]
+                if not (isinstance(start, int) and isinstance(end, int) and isinstance(nbytes, int)):
+                    continue
+                parts = self.parts.get(row[0])
+                if parts is None:
+                    parts = self.parts[row[0]] = FunctionParts()
+                parts.add_read(max(end - start, 0) / 1e9, nbytes)
 
     def busiest(self) -> tuple[str, CallTimer] | None:
         """The most called function and its timer; None before any call."""
-        if not self.timers:
-            return None
-        return max(self.timers.items(), key=lambda item: item[1].count)
+        with self.link.lock:
+            if not self.timers:
+                return None
+            return max(self.timers.items(), key=lambda item: item[1].count)
 
     def functions(self, now: float | None = None) -> tuple[FunctionCalls, ...]:
         """One row per function, the busiest first."""
