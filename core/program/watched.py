@@ -447,10 +447,7 @@ class WatchedProcess:
         return self.parts.record_error
 
     def current_report(self) -> dict[str, Any]:
-        from gputop.core.program.report import program_report
-
-        state = self.state.state
-        return program_report(self.parts.report(state, self.exit_code()), self.snapshot)
+        return self.parts.report(self.state.state, self.exit_code())
 
     def export_report(self) -> Path:
         return self.parts.export_report(self.current_report())

@@ -223,10 +223,9 @@ class Session:
     def current_report(self) -> dict[str, Any]:
         """The report as it stands now (the same JSON as report.json, which is written at the end)."""
         state = "interrupted" if self._controls.interrupt_code is not None else self._state.state
-        report = self._parts.report(state, self.exit_code())
-        report["target_sha256"] = self._target_digest()
-        report["samples"] = self._state.samples()  # what gputop compare tests (core/compare/samples.py)
-        return report
+        # The samples are what gputop compare tests (core/compare/samples.py).
+        extra = {"target_sha256": self._target_digest(), "samples": self._state.samples()}
+        return self._parts.report(state, self.exit_code(), extra)
 
     def _target_digest(self) -> str | None:
         """SHA-256 of the target file as this run found it (a demo: of its source), hashed once; compare shows it."""

@@ -25,7 +25,7 @@ import contextlib
 import os
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -211,11 +211,11 @@ class RunParts:
             self.state.on_clock(watch.look())
 
     # -- the record -----------------------------------------------------------------------
-    def report(self, state: str, exit_code: int) -> dict[str, Any]:
-        """The report as it stands, in `state` with `exit_code` (the same JSON as report.json)."""
-        report = build_report(self.snapshot, self.state.summary(state=state, exit_code=exit_code))
-        report["engine"] = self.engine_info()
-        return report
+    def report(self, state: str, exit_code: int, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The report as it stands, in `state` with `exit_code` (the same JSON as report.json); `extra`: the
+        caller's own keys (core/store/report.py's `build_report`), after `engine`."""
+        summary = self.state.summary(state=state, exit_code=exit_code)
+        return build_report(self.snapshot, summary, extra={"engine": self.engine_info(), **(extra or {})})
 
     def export_report(self, report: dict[str, Any]) -> Path:
         """`report` written beside the record (the TUI's `e`); the run goes on."""
