@@ -12,8 +12,9 @@ It is assembled once: each top-level key has one author here, and nothing
 rewrites a built report. A watched program's own keys (`program`, `functions`;
 the issue's contract) and its parts of `parameters`, `memory` and `hints` come
 from the snapshot's `program` view inside those sections' authors; what only
-the live engine knows (`engine`, `target_sha256`, `samples`) it hands to the
-builder as `extra`, keys the builder never writes itself.
+the live engine knows (`engine`, `target_sha256`, `samples`, and `cut_short`
+on a second signal) it hands to the builder, keys the builder never writes
+itself.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from gputop.core.snapshot import (
 from gputop.core.versions import package_version
 from gputop.core.wording import weight_bytes
 
-__all__ = ["ManifestFacts", "build_report", "pm_sampling_json", "snapshot_report"]
+__all__ = ["CUT_SHORT", "ManifestFacts", "build_report", "pm_sampling_json", "snapshot_report"]
 
 
 def _profile_json(profile: ProfileSummary | None, steady_p50_ms: float | None) -> dict[str, Any] | None:
@@ -106,6 +107,9 @@ def pm_sampling_json(pm: PmSampling | None) -> dict[str, Any]:
         "decode_ms_per_s": pm.decode_ms_per_s,
         "newest": {m.name: v for m, v in zip(pm.metrics, pm.newest, strict=False)},
     }
+
+
+CUT_SHORT = "a second signal: written from the newest snapshot"  # `cut_short`: the process leaves right after
 
 
 @dataclass(frozen=True)
@@ -281,6 +285,7 @@ def build_report(
     *,
     facts: ManifestFacts | None = None,
     extra: Mapping[str, Any] | None = None,
+    cut_short: str | None = None,
 ) -> dict[str, Any]:
     """The report, in its key order, assembled once from `snap` and what the run knows of itself.
 
@@ -288,6 +293,7 @@ def build_report(
     report rebuilt from its last sample; neither: as far as one snapshot tells it. `extra`: keys only the
     live engine knows (`engine`, `target_sha256`, `samples`), after the report's own; never one of them.
     A watched program's keys come from a live build's snapshot (`program`); a rebuilt report has none.
+    `cut_short`: why the report was written from the newest snapshot (a second signal), its last key.
     """
     view = snap.program if summary is not None else None
     gputop_version, iree_version = _versions(summary, facts)
@@ -343,6 +349,8 @@ def build_report(
             raise ValueError(f"report key {key!r} is the builder's, not the caller's")
         report[key] = value
     report.update(_program_keys(view))
+    if cut_short is not None:
+        report["cut_short"] = cut_short
     return report
 
 
