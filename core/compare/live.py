@@ -18,17 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.compare.diff import (
-    BLOCKS_NEEDED,
-    DEFAULT_NOISE,
-    Change,
-    SourceOpsKey,
-    source_ops_key,
-    test_change,
-    untested,
-    wander_of,
-)
+from gputop.core.compare.pairing import SourceOpsKey, source_ops_key
 from gputop.core.compare.samples import as_array
+from gputop.core.compare.significance import BLOCKS_NEEDED, DEFAULT_NOISE, Change, test_change, untested, wander_of
 from gputop.core.records.profile import SourceOp
 
 __all__ = ["LiveBaseline"]

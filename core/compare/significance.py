@@ -7,6 +7,18 @@ call times is skewed and has long tails) and a bootstrap confidence interval
 of the relative change of a statistic (p50, p95 or mean). SciPy would bring
 ~100 MB for two functions; these are checked against SciPy's own documented
 example (tests/test_compare.py).
+
+`test_change` is the one test a comparison makes. A change counts as real
+only when three things agree: the Mann-Whitney U test says the samples
+differ (p < ALPHA), the bootstrap interval of the relative change excludes
+zero, and the change is larger than the floor: the noise floor (3%), or the
+sum of how far each run's own stretches of calls wandered (the range of its
+ten block medians over their median), whichever is larger. Each run's level
+can be off by about as much as it wanders within itself, so the difference
+of two runs by about the sum (the A/A experiment in BENCHMARKS.md); thousands
+of calls make any such offset "significant" to a test that sees only the
+calls of two runs. A steadier run wanders less, and its floor stays nearer
+3%. Anything else is shown as `~`.
 """
 
 from __future__ import annotations
@@ -18,19 +30,29 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "ALPHA",
     "BLOCKS",
+    "BLOCKS_NEEDED",
     "BOOTSTRAP_RESAMPLES",
+    "DEFAULT_NOISE",
+    "Change",
     "MannWhitney",
     "block_statistics",
     "bootstrap_change",
     "mann_whitney_u",
     "statistic",
+    "test_change",
+    "untested",
+    "wander_of",
 ]
 
 BOOTSTRAP_RESAMPLES = 1000
 EXACT_MAX = 8  # both sides this small and no ties: the exact distribution of U, as SciPy's method="auto"
 BLOCKS = 10  # consecutive blocks per side: the unit the tests count (see bootstrap_change)
 BOOTSTRAP_MAX_N = 4000  # a side larger than this is bootstrapped from a uniform subsample of this size (wider CI)
+BLOCKS_NEEDED = 2 * BLOCKS  # samples a side needs for the tests by stretches
+ALPHA = 0.05
+DEFAULT_NOISE = 0.03  # changes smaller than this are `~` (see `test_change`'s floor and BENCHMARKS.md)
 
 
 @dataclass(frozen=True)
@@ -188,3 +210,75 @@ def bootstrap_change(
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.nanpercentile(changes, [tail, 100.0 - tail])
     return change, float(low), float(high)
+
+
+# -- the test a comparison makes ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """One statistic of A and of B, the relative change, its interval and whether it is real."""
+
+    stat: str
+    a: float | None
+    b: float | None
+    change: float | None  # b / a - 1
+    low: float | None = None  # bootstrap interval of `change`
+    high: float | None = None
+    p: float | None = None  # Mann-Whitney U, two-sided
+    significant: bool = False
+    tested: bool = False  # False: no samples on one side, so only the numbers are shown
+    n_a: int = 0
+    n_b: int = 0
+    floor: float | None = None  # the smallest change counted as real here: the noise floor or the runs' summed wander
+
+    @property
+    def mark(self) -> str:
+        """`-31.0%` for a real change, `~` for none, `?` where it could not be tested."""
+        if self.change is None:
+            return "-"
+        if not self.tested:
+            return "?"
+        return f"{self.change * 100:+.1f}%" if self.significant else "~"
+
+
+def test_change(stat: str, a: np.ndarray, b: np.ndarray, noise: float) -> Change:
+    """`stat` of two sample sets: the change, its bootstrap interval, the U test, and whether it is real.
+
+    Samples are a time series: the calls of a run, a kernel's dispatches over
+    a profile pass. Where each side has enough of them, the test counts
+    BLOCKS consecutive stretches per side, not single samples (the U test
+    compares the stretches' statistics, the interval resamples stretches), so
+    that load which comes and goes during a run is noise, not evidence.
+    """
+    wander = 0.0
+    if len(a) >= 2 * BLOCKS and len(b) >= 2 * BLOCKS:
+        change, low, high = bootstrap_change(a, b, stat, blocks=BLOCKS)
+        stretches_a, stretches_b = block_statistics(a, stat), block_statistics(b, stat)
+        p = mann_whitney_u(stretches_a, stretches_b).p
+        wander = _wander(stretches_a) + _wander(stretches_b)
+    else:
+        change, low, high = bootstrap_change(a, b, stat)
+        p = mann_whitney_u(a, b).p
+    a_value = float(np.percentile(a, 50 if stat == "p50" else 95)) if stat != "mean" else float(a.mean())
+    b_value = float(np.percentile(b, 50 if stat == "p50" else 95)) if stat != "mean" else float(b.mean())
+    floor = max(noise, wander)
+    real = p < ALPHA and (low > 0 or high < 0) and abs(change) >= floor
+    return Change(stat, a_value, b_value, change, low, high, p, real, True, len(a), len(b), floor)
+
+
+def wander_of(values: np.ndarray, stat: str) -> float:
+    """How far the stretches of one run's samples wandered (0 with too few samples for stretches)."""
+    return _wander(block_statistics(values, stat)) if len(values) >= BLOCKS_NEEDED else 0.0
+
+
+def _wander(stretches: np.ndarray) -> float:
+    """How far a run's own stretches wandered: the range of their statistic over its median."""
+    middle = float(np.median(stretches))
+    return float(stretches.max() - stretches.min()) / middle if middle > 0 else 0.0
+
+
+def untested(stat: str, a: float | None, b: float | None, n_a: int = 0, n_b: int = 0) -> Change:
+    """The figures of a side without kept samples: the change is shown, never tested."""
+    change = b / a - 1.0 if a and b is not None else None
+    return Change(stat, a, b, change, n_a=n_a, n_b=n_b)

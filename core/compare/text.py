@@ -1,6 +1,6 @@
 """A comparison in words: the lines `gputop compare` prints, and the JSON it writes.
 
-Kept apart from `diff.py` so that the numbers and the way they are said can
+Kept apart from `verdict.py` so that the numbers and the way they are said can
 change independently; every number a person reads goes through core/units.py.
 """
 
@@ -10,7 +10,10 @@ import dataclasses
 from typing import Any
 
 from gputop.core.call_modes import modes_text
-from gputop.core.compare.diff import Change, Comparison, KernelChange, Row
+from gputop.core.compare.pairing import KernelChange
+from gputop.core.compare.reading import Row
+from gputop.core.compare.significance import Change
+from gputop.core.compare.verdict import Comparison
 from gputop.core.records.base import to_json
 from gputop.core.units import human_bytes, ms, seconds
 

@@ -61,6 +61,7 @@ from gputop.core.records.program import (
 )
 from gputop.core.run.parts import RunParts
 from gputop.core.snapshot import DeviceInfo, PoolStats, RunSnapshot
+from gputop.core.store.report import CUT_SHORT
 from gputop.core.units import seconds
 
 __all__ = ["ProgramOutcome", "WatchedProcess"]
@@ -536,7 +537,7 @@ class WatchedProcess:
         self.parts.close_control()
         report: dict[str, Any] | None = None
         with contextlib.suppress(Exception):
-            report = {**self.current_report(), "cut_short": "a second signal: written from the newest snapshot"}
+            report = self.current_report(cut_short=CUT_SHORT)
         self.parts.close_record(report, state="interrupted", exit_code=exit_code, drain_s=1.0)
         self._done.set()
 
@@ -569,11 +570,8 @@ class WatchedProcess:
     def record_error(self) -> str | None:
         return self.parts.record_error
 
-    def current_report(self) -> dict[str, Any]:
-        from gputop.core.program.report import program_report
-
-        state = self.state.lifecycle.state
-        return program_report(self.parts.report(state, self.exit_code()), self.snapshot)
+    def current_report(self, cut_short: str | None = None) -> dict[str, Any]:
+        return self.parts.report(self.state.lifecycle.state, self.exit_code(), cut_short=cut_short)
 
     def export_report(self) -> Path:
         return self.parts.export_report(self.current_report())

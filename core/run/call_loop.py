@@ -48,6 +48,7 @@ from gputop.core.run.state import RunOutcome, Subscriber
 from gputop.core.run.tool import ToolFlow
 from gputop.core.run.viewer_ops import OwnerOps
 from gputop.core.snapshot import CountersPass, Neighbours, RunSnapshot, to_json
+from gputop.core.store.report import CUT_SHORT
 
 __all__ = ["RunConfig", "Session"]
 
@@ -215,18 +216,18 @@ class Session:
         self._parts.close_control()
         report: dict[str, Any] | None = None
         try:
-            report = {**self.current_report(), "cut_short": "a second signal: written from the newest snapshot"}
+            report = self.current_report(cut_short=CUT_SHORT)
         except Exception:  # a report that cannot be built must not keep the manifest from its ending
             self._log_traceback()
         self._parts.close_record(report, state="interrupted", exit_code=exit_code, drain_s=1.0)
 
-    def current_report(self) -> dict[str, Any]:
-        """The report as it stands now (the same JSON as report.json, which is written at the end)."""
+    def current_report(self, cut_short: str | None = None) -> dict[str, Any]:
+        """The report as it stands now (the same JSON as report.json, which is written at the end); `cut_short`:
+        why it is written from the newest snapshot (a second signal)."""
         state = "interrupted" if self._controls.interrupt_code is not None else self._state.lifecycle.state
-        report = self._parts.report(state, self.exit_code())
-        report["target_sha256"] = self._target_digest()
-        report["samples"] = self._state.calls.samples()  # what gputop compare tests (core/compare/samples.py)
-        return report
+        # The samples are what gputop compare tests (core/compare/samples.py).
+        extra = {"target_sha256": self._target_digest(), "samples": self._state.calls.samples()}
+        return self._parts.report(state, self.exit_code(), extra, cut_short)
 
     def _target_digest(self) -> str | None:
         """SHA-256 of the target file as this run found it (a demo: of its source), hashed once; compare shows it."""

@@ -25,7 +25,7 @@ import contextlib
 import os
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -211,11 +211,14 @@ class RunParts:
             self.state.clocks.on_reading(watch.look())
 
     # -- the record -----------------------------------------------------------------------
-    def report(self, state: str, exit_code: int) -> dict[str, Any]:
-        """The report as it stands, in `state` with `exit_code` (the same JSON as report.json)."""
-        report = build_report(self.snapshot, self.state.summary(state=state, exit_code=exit_code))
-        report["engine"] = self.engine_info()
-        return report
+    def report(
+        self, state: str, exit_code: int, extra: Mapping[str, Any] | None = None, cut_short: str | None = None
+    ) -> dict[str, Any]:
+        """The report as it stands, in `state` with `exit_code` (the same JSON as report.json); `extra` and
+        `cut_short` as core/store/report.py's `build_report` takes them (`extra` after `engine`)."""
+        summary = self.state.summary(state=state, exit_code=exit_code)
+        extra = {"engine": self.engine_info(), **(extra or {})}
+        return build_report(self.snapshot, summary, extra=extra, cut_short=cut_short)
 
     def export_report(self, report: dict[str, Any]) -> Path:
         """`report` written beside the record (the TUI's `e`); the run goes on."""

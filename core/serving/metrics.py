@@ -146,36 +146,8 @@ class SnapshotCollector(Collector):
         total.add_metric([device], float(calls.count))
         families.append(total)
 
-        kernel_labels = ["kernel", "device"]
-        kernel_seconds = CounterMetricFamily("gputop_kernel_seconds", METRICS[5][1], labels=kernel_labels)
-        dispatches = CounterMetricFamily("gputop_kernel_dispatches", METRICS[6][1], labels=kernel_labels)
-        average = GaugeMetricFamily("gputop_kernel_avg_seconds", METRICS[7][1], labels=kernel_labels)
-        longest = GaugeMetricFamily("gputop_kernel_max_seconds", METRICS[8][1], labels=kernel_labels)
-        for kernel in snap.profile.kernels if snap.profile else ():
-            labels = [kernel.name, device]
-            kernel_seconds.add_metric(labels, kernel.total_us / 1e6)
-            dispatches.add_metric(labels, float(kernel.count))
-            average.add_metric(labels, kernel.avg_us / 1e6)
-            longest.add_metric(labels, kernel.max_us / 1e6)
-        families += [kernel_seconds, dispatches, average, longest]
-
-        pool_labels = ["device", "memory_type"]
-        live = GaugeMetricFamily("gputop_memory_live_bytes", METRICS[9][1], labels=pool_labels)
-        peak = GaugeMetricFamily("gputop_memory_peak_bytes", METRICS[10][1], labels=pool_labels)
-        used = GaugeMetricFamily("gputop_device_memory_used_bytes", METRICS[11][1], labels=["device", "source"])
-        capacity = GaugeMetricFamily("gputop_device_memory_total_bytes", METRICS[12][1], labels=["device", "source"])
-        rss = GaugeMetricFamily("gputop_host_rss_bytes", METRICS[13][1])
-        if snap.memory is not None:
-            for dev in snap.memory.devices:
-                for pool in dev.pools:
-                    live.add_metric([dev.device_id, pool.memory_type], float(pool.live_bytes))
-                    peak.add_metric([dev.device_id, pool.memory_type], float(pool.peak_bytes))
-                if dev.device_used_bytes is not None:
-                    used.add_metric([dev.device_id, dev.source], float(dev.device_used_bytes))
-                if dev.device_total_bytes is not None:
-                    capacity.add_metric([dev.device_id, dev.source], float(dev.device_total_bytes))
-            rss.add_metric([], float(snap.memory.host_rss_bytes))
-        families += [live, peak, used, capacity, rss]
+        families += _kernel_families(snap, device)
+        families += _memory_families(snap)
 
         captures = CounterMetricFamily("gputop_captures", METRICS[14][1], labels=["device"])
         captures.add_metric([device], float(len(snap.captures)))
@@ -195,6 +167,43 @@ class SnapshotCollector(Collector):
         families += _clock_families(snap, device)
         families += _pm_families(snap, device)
         yield from families
+
+
+def _kernel_families(snap: RunSnapshot, device: str) -> list[Any]:
+    """Each profiled kernel's time, dispatches, average and longest dispatch (empty before a profile pass)."""
+    kernel_labels = ["kernel", "device"]
+    kernel_seconds = CounterMetricFamily("gputop_kernel_seconds", METRICS[5][1], labels=kernel_labels)
+    dispatches = CounterMetricFamily("gputop_kernel_dispatches", METRICS[6][1], labels=kernel_labels)
+    average = GaugeMetricFamily("gputop_kernel_avg_seconds", METRICS[7][1], labels=kernel_labels)
+    longest = GaugeMetricFamily("gputop_kernel_max_seconds", METRICS[8][1], labels=kernel_labels)
+    for kernel in snap.profile.kernels if snap.profile else ():
+        labels = [kernel.name, device]
+        kernel_seconds.add_metric(labels, kernel.total_us / 1e6)
+        dispatches.add_metric(labels, float(kernel.count))
+        average.add_metric(labels, kernel.avg_us / 1e6)
+        longest.add_metric(labels, kernel.max_us / 1e6)
+    return [kernel_seconds, dispatches, average, longest]
+
+
+def _memory_families(snap: RunSnapshot) -> list[Any]:
+    """The pools' live and peak bytes, the device's used and total memory, the host's RSS."""
+    pool_labels = ["device", "memory_type"]
+    live = GaugeMetricFamily("gputop_memory_live_bytes", METRICS[9][1], labels=pool_labels)
+    peak = GaugeMetricFamily("gputop_memory_peak_bytes", METRICS[10][1], labels=pool_labels)
+    used = GaugeMetricFamily("gputop_device_memory_used_bytes", METRICS[11][1], labels=["device", "source"])
+    capacity = GaugeMetricFamily("gputop_device_memory_total_bytes", METRICS[12][1], labels=["device", "source"])
+    rss = GaugeMetricFamily("gputop_host_rss_bytes", METRICS[13][1])
+    if snap.memory is not None:
+        for dev in snap.memory.devices:
+            for pool in dev.pools:
+                live.add_metric([dev.device_id, pool.memory_type], float(pool.live_bytes))
+                peak.add_metric([dev.device_id, pool.memory_type], float(pool.peak_bytes))
+            if dev.device_used_bytes is not None:
+                used.add_metric([dev.device_id, dev.source], float(dev.device_used_bytes))
+            if dev.device_total_bytes is not None:
+                capacity.add_metric([dev.device_id, dev.source], float(dev.device_total_bytes))
+        rss.add_metric([], float(snap.memory.host_rss_bytes))
+    return [live, peak, used, capacity, rss]
 
 
 def _clock_families(snap: RunSnapshot, device: str) -> list[Any]:

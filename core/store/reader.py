@@ -346,7 +346,7 @@ def read_report(folder: Path) -> dict[str, Any]:
 
 def rebuild_report(folder: Path) -> dict[str, Any]:
     """A report from the manifest and the last valid sample of an unfinished session."""
-    from gputop.core.store.report import snapshot_report
+    from gputop.core.store.report import ManifestFacts, build_report
 
     manifest = read_manifest(folder)
     count, tail = scan_samples(folder, 1)
@@ -358,19 +358,17 @@ def rebuild_report(folder: Path) -> dict[str, Any]:
     state = effective_state(manifest)
     versions = manifest.get("versions") or {}
     config = manifest.get("config") or {}
-    report = snapshot_report(snapshot)
-    report.update(
+    facts = ManifestFacts(
         gputop_version=versions.get("gputop"),
         iree_version={"compiler": versions.get("iree_compiler"), "runtime": versions.get("iree_runtime")},
         state=state if state in FINAL_STATES or state == "crashed" else snapshot.state,
         exit_code=manifest.get("exit_code"),
         rebuilt=f"no {REPORT}: rebuilt from the last of {count} samples",  # the last that is a sample
-        parameters={**report["parameters"], "files": config.get("params", [])},
+        parameter_files=config.get("params", []),
         session_dir=str(folder),
+        compile=manifest.get("compile") or None,
     )
-    if manifest.get("compile"):
-        report["compile"] = manifest["compile"]
-    return report
+    return build_report(snapshot, facts=facts)
 
 
 def with_samples(report: dict[str, Any], folder: Path | None = None) -> dict[str, Any]:

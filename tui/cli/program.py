@@ -125,7 +125,7 @@ def run_program(args: argparse.Namespace, command: list[str]) -> int:
     """`gputop run [options] -- CMD`: its output passes through; the report comes at its end, on stderr."""
     from gputop.tui.cli.command import write_json
     from gputop.tui.cli.compare import baseline_gate, judge_run
-    from gputop.tui.text.program import program_report_text
+    from gputop.tui.text import program_report_text
 
     refuse_run_options(args, "run")
     baseline = baseline_gate(args)  # read before the program starts: a missing baseline costs no run

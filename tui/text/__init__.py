@@ -7,7 +7,9 @@ engine's own sentences (limits, neighbours, tolerances) its wording's, both
 through the bridge; this package only puts them together, one module per
 thing said:
 
-- `report`: `gputop run`'s and `gputop report`'s text, one function per section (`SECTIONS`).
+- `report`: a report's terminal text, one function per section: `gputop run`'s and `gputop report`'s
+  (`SECTIONS`), and a watched program's (`PROGRAM_SECTIONS`, `gputop run -- CMD`).
+- `program`: a watched program's title, ending, function rows and held results, for the panes and the report.
 - `kernels`: the profile pass's part of it (kernel table, limits, cost, call breakdown).
 - `layers`: kernels in the model's words: the `from` cell, a kernel's source ops, time by layer.
 - `counters`: the counters pass's part of it.
@@ -26,7 +28,7 @@ from gputop.tui.text.farewell import Farewell, farewell
 from gputop.tui.text.kernels import BREAKDOWN_ROWS, KERNEL_NUMBERS, breakdown_table, kernel_table, overhead_lines
 from gputop.tui.text.parameters import parameter_stages_line, parameters_progress
 from gputop.tui.text.pm_strip import pm_calls_lines, pm_strip_lines
-from gputop.tui.text.report import PHASES, SECTIONS, run_report
+from gputop.tui.text.report import PHASES, PROGRAM_SECTIONS, SECTIONS, program_report_text, run_report
 from gputop.tui.text.tables import cut_middle, devices_table, sessions_table
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "FLAG_TEXT",
     "KERNEL_NUMBERS",
     "PHASES",
+    "PROGRAM_SECTIONS",
     "SECTIONS",
     "Farewell",
     "affinity_table",
@@ -52,6 +55,7 @@ __all__ = [
     "parameters_progress",
     "pm_calls_lines",
     "pm_strip_lines",
+    "program_report_text",
     "replay_line",
     "run_report",
     "sessions_table",

@@ -1,8 +1,9 @@
-"""What a watched program's run says: `gputop run -- CMD`'s closing text and the Run pane's function rows.
+"""A watched program's parts, as the faces write them: its title, how it ended, its function rows, held results.
 
-Built from the report's JSON (`program`, `functions`, `parameters`, `memory`,
-`hints`) and from `to_json` of the live `ProgramView`, so the printout, the
-TUI and a script reading `--json` say the same numbers.
+The Run pane's calls (`program_calls_text`) and the header's title use them
+live, from `to_json` of the `ProgramView`; the report's text (report.py's
+program sections) from the report's JSON (`program`, `functions`, `memory`),
+so the printout, the TUI and a script reading `--json` say the same numbers.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputop.tui.bridge import human_bytes, ms, seconds
+from gputop.tui.bridge import human_bytes, ms
 
 __all__ = [
+    "FUNCTION_HEADER",
     "ended_text",
     "function_rows",
     "held_line",
     "program_calls_text",
-    "program_report_text",
+    "program_table",
     "program_title",
 ]
 
@@ -103,7 +105,7 @@ def program_calls_text(program: Mapping[str, Any], *, live: bool) -> str:
     for row in function_rows(functions, live=live, limit=PANE_FUNCTIONS, time_text=_bare_ms):
         name = row[0] if len(row[0]) <= PANE_NAME else row[0][: PANE_NAME - 1] + "…"
         rows.append([name, *row[1:5]])
-    lines = _table(rows, indent="")
+    lines = program_table(rows, indent="")
     if len(functions) > PANE_FUNCTIONS:
         lines.append(f"+{len(functions) - PANE_FUNCTIONS} more functions (gputop report)")
     held = held_line(program.get("held"), program.get("growth"))
@@ -117,52 +119,10 @@ def _bare_ms(value: float | None) -> str:
     return ms(value).removesuffix(" ms")
 
 
-def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+def program_table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    """Rows as columns: the first left-aligned, the figures right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         indent + "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
         for row in rows
     ]
-
-
-def program_report_text(report: Mapping[str, Any]) -> str:
-    """The closing text of `gputop run -- CMD` (on stderr: the program's own stdout stays its own)."""
-    program = report.get("program") or {}
-    lines = [f"program   {program_title(program)} {ended_text(program)}"]
-    if program.get("python") or program.get("iree"):
-        lines.append(f"python    {program.get('python') or '?'}, iree.runtime {program.get('iree') or '?'}")
-    phases = report.get("phases") or {}
-    said = [
-        f"{label} {seconds(phases.get(key))}"
-        for label, key in (
-            ("module load", "load_s"),
-            ("parameters", "parameters_s"),
-            ("context", "context_s"),
-            ("first call", "first_call_s"),
-        )
-        if phases.get(key) is not None
-    ]
-    if said:
-        lines.append("phases    " + "  ".join(said))
-    params = report.get("parameters") or {}
-    if params.get("bytes"):
-        mode = f" ({params['mode']})" if params.get("mode") else ""
-        through = f" through {params['through']}" if params.get("through") else ""
-        lines.append(
-            f"params    {human_bytes(params['bytes'])} by {params.get('api') or '?'}{mode}{through}, "
-            f"{seconds(params.get('seconds'))}"
-        )
-    functions = report.get("functions") or []
-    if functions:
-        lines.append("functions")
-        lines.extend(_table([list(FUNCTION_HEADER), *function_rows(functions, live=False)]))
-    memory = report.get("memory") or {}
-    held = held_line(memory.get("held"), memory.get("growth"))
-    if held:
-        lines.append(f"memory    {held}")
-    hints = report.get("hints") or []
-    if hints:
-        lines.append("hints")
-        lines.extend(f"  ! {hint}" for hint in hints)
-    lines.append(f"session   {report.get('session_dir')}")
-    return "\n".join(lines)

@@ -34,8 +34,9 @@ from gputop.tui.text.counters import counters_lines
 from gputop.tui.text.kernels import kernels_lines
 from gputop.tui.text.layers import layers_lines
 from gputop.tui.text.parameters import parameter_stages_line
+from gputop.tui.text.program import FUNCTION_HEADER, ended_text, function_rows, held_line, program_table, program_title
 
-__all__ = ["PHASES", "SECTIONS", "run_report"]
+__all__ = ["PHASES", "PROGRAM_SECTIONS", "SECTIONS", "program_report_text", "run_report"]
 
 Report = dict[str, Any]
 
@@ -53,6 +54,12 @@ PHASES = (
 def run_report(report: Report) -> str:
     """The report's sections, one line or more each, in reading order."""
     return "\n".join(line for section in SECTIONS for line in section(report))
+
+
+def program_report_text(report: Report) -> str:
+    """The closing text of `gputop run -- CMD` (on stderr: the program's own stdout stays its own): the report's
+    watched-program sections (`PROGRAM_SECTIONS`)."""
+    return "\n".join(line for section in PROGRAM_SECTIONS for line in section(report))
 
 
 def heading_lines(report: Report) -> list[str]:
@@ -274,4 +281,82 @@ SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
     exports_lines,
     diagnostics_lines,
     session_lines,
+)
+
+
+# -- a watched program's sections (`gputop run -- CMD`): what the program did, from the report's program keys --
+
+
+def program_lines(report: Report) -> list[str]:
+    """Which program ran, how it ended, and its Python and IREE."""
+    program = report.get("program") or {}
+    lines = [f"program   {program_title(program)} {ended_text(program)}"]
+    if program.get("python") or program.get("iree"):
+        lines.append(f"python    {program.get('python') or '?'}, iree.runtime {program.get('iree') or '?'}")
+    return lines
+
+
+def program_phases_lines(report: Report) -> list[str]:
+    """The phases a program has: its loads, context and first call."""
+    phases = report.get("phases") or {}
+    said = [
+        f"{label} {seconds(phases.get(key))}"
+        for label, key in (
+            ("module load", "load_s"),
+            ("parameters", "parameters_s"),
+            ("context", "context_s"),
+            ("first call", "first_call_s"),
+        )
+        if phases.get(key) is not None
+    ]
+    return ["phases    " + "  ".join(said)] if said else []
+
+
+def program_parameters_lines(report: Report) -> list[str]:
+    """How the program loaded its parameters: bytes, the call, its mode, through what, how long."""
+    params = report.get("parameters") or {}
+    if not params.get("bytes"):
+        return []
+    mode = f" ({params['mode']})" if params.get("mode") else ""
+    through = f" through {params['through']}" if params.get("through") else ""
+    return [
+        f"params    {human_bytes(params['bytes'])} by {params.get('api') or '?'}{mode}{through}, "
+        f"{seconds(params.get('seconds'))}"
+    ]
+
+
+def functions_lines(report: Report) -> list[str]:
+    """One row per function the program called, the busiest first."""
+    functions = report.get("functions") or []
+    if not functions:
+        return []
+    return ["functions", *program_table([list(FUNCTION_HEADER), *function_rows(functions, live=False)])]
+
+
+def program_memory_lines(report: Report) -> list[str]:
+    """Results the program holds, and memory that grows per call."""
+    memory = report.get("memory") or {}
+    held = held_line(memory.get("held"), memory.get("growth"))
+    return [f"memory    {held}"] if held else []
+
+
+def hints_lines(report: Report) -> list[str]:
+    """The diagnoses, one line each."""
+    hints = report.get("hints") or []
+    return ["hints", *(f"  ! {hint}" for hint in hints)] if hints else []
+
+
+def program_session_lines(report: Report) -> list[str]:
+    """Where the session's record is (a program's report may have none yet)."""
+    return [f"session   {report.get('session_dir')}"]
+
+
+PROGRAM_SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
+    program_lines,
+    program_phases_lines,
+    program_parameters_lines,
+    functions_lines,
+    program_memory_lines,
+    hints_lines,
+    program_session_lines,
 )
