@@ -58,3 +58,18 @@ def pools_from(device_id: str, stats: dict[str, Any]) -> tuple[PoolStats, ...]:
             )
         )
     return tuple(pools)
+
+
+def pools_in_report(rows: object, devices: dict[str, DeviceInfo]) -> tuple[dict[str, tuple[PoolStats, ...]], int]:
+    """A watcher's `memory` report's allocator statistics as pools per device id, and their live bytes in all;
+    `devices` by the uri the watcher names them with (a device it has not reported is skipped)."""
+    pools: dict[str, tuple[PoolStats, ...]] = {}
+    live = 0
+    for row in rows if isinstance(rows, list) else ():
+        info = devices.get(str(row.get("device"))) if isinstance(row, dict) else None
+        stats = row.get("statistics") if isinstance(row, dict) else None
+        if info is None or not isinstance(stats, dict):
+            continue
+        pools[info.id] = pools_from(info.id, stats)
+        live += sum(p.live_bytes for p in pools[info.id])
+    return pools, live

@@ -16,12 +16,10 @@ cannot honour (pause: gputop does not own its calls) is refused in one line.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,15 +31,16 @@ from gputop.core.program.diagnose import (
     Hint,
     argument_upload_hints,
     contexts_per_call_hints,
-    find_growth,
     growth_hint,
-    held_growth,
     host_memory_hints,
     loaded_twice_hints,
     slow_phase_hints,
 )
 from gputop.core.program.events import device_from_event, load_from_event, load_line, with_nvml_gpu
-from gputop.core.program.memory import ProgramMemory, pools_from
+from gputop.core.program.findings import Findings
+from gputop.core.program.growth import GrowthTracker
+from gputop.core.program.memory import ProgramMemory, pools_in_report
+from gputop.core.program.phases import ProgramPhases
 from gputop.core.program.profile import (
     PROFILE_CALLS,
     PROFILE_WARMUP_CALLS,
@@ -54,7 +53,6 @@ from gputop.core.program.trace import TraceKeeper
 from gputop.core.records.program import (
     FunctionCalls,
     HeldResults,
-    MemoryGrowth,
     ProgramLoad,
     ProgramStacks,
     ProgramView,
@@ -73,7 +71,6 @@ PM_NOT_WATCHED = (
     "gputop run on its .vmfb samples the same module's calls"
 )
 
-GROWTH_POINTS = 600  # memory samples kept for the growth diagnosis: five minutes at the watcher's 0.5 s
 LOAD_LINES = 10  # module and parameter loads said one by one in the Log (a load per request is diagnosed)
 CONTEXT_LINES = 3  # contexts said one by one in the Log; the rest are counted (program.contexts) and diagnosed
 VIEW_EVERY_S = 0.1  # the program's view and phases go out at most this often from a stream of events
@@ -120,21 +117,14 @@ class WatchedProcess:
         self._sample_stacks = sample_stacks  # the program's Python, with py-spy from outside (stacks.py)
         self._lock = threading.Lock()
         self._loads: list[ProgramLoad] = []
-        self._contexts_s: list[float] = []
-        self._contexts_sorted: list[float] = []  # the same, in order: the median of thousands stays cheap
+        self._phases = ProgramPhases()
         self._view_at = 0.0  # when the view went out last (VIEW_EVERY_S)
         self._view_due = False  # a change since, not yet out: the memory sampler's next look sends it
-        self._phases_due: dict[str, float] = {}  # phase totals changed since the view went out
-        self._context_total_s = 0.0
-        self._first_call_s: float | None = None
-        self._teardown_s = 0.0
         self._devices: dict[str, DeviceInfo] = {}
         self._pools: dict[str, tuple[PoolStats, ...]] = {}
         self._held: HeldResults | None = None
-        self._growth: MemoryGrowth | None = None
-        self._growth_points: deque[GrowthPoint] = deque(maxlen=GROWTH_POINTS)
-        self._hints: list[str] = []
-        self._hint_subjects: list[str] = []  # what each hint is about, so newer figures replace it
+        self._growth = GrowthTracker()
+        self._findings = Findings()
         self._agent: AgentConnection | None = None
         self._hello: dict[str, Any] = {}
         self._sampler: ProgramMemory | None = None
@@ -201,13 +191,8 @@ class WatchedProcess:
             each = event.get("each")
             times = [float(t) for t in each] if isinstance(each, list) and each else [spent]
             with self._lock:
-                before = len(self._contexts_s)
-                self._contexts_s.extend(times)
-                for one in times:
-                    bisect.insort(self._contexts_sorted, one)
-                made = len(self._contexts_s)
-                self._context_total_s += sum(times)
-                self._phases_due["context_s"] = self._context_total_s
+                before = self._phases.add_contexts(times)
+                made = self._phases.contexts
             modules = ", ".join(str(m) for m in event.get("modules") or ())
             for one in times[: max(CONTEXT_LINES - before, 0)]:
                 self.state.log.add(
@@ -217,16 +202,13 @@ class WatchedProcess:
                 self.state.log.add("info", "program: more contexts: counted (program.contexts), not said one by one")
         elif name == "first_call":
             with self._lock:
-                first = self._first_call_s is None
-                if first:
-                    self._first_call_s = spent
+                first = self._phases.first_call(spent)
             if first:
                 self.state.lifecycle.phase(first_call_s=spent)
                 self.state.log.add("info", f"program: first call of {event.get('function')} took {seconds(spent)}")
         elif name == "context_destroyed":
             with self._lock:
-                self._teardown_s += spent
-                self._phases_due["teardown_s"] = self._teardown_s
+                self._phases.teardown(spent)
         elif name == "instance":
             self.state.log.add("info", f"program: IREE instance made in {seconds(spent)}")
         self._publish_view(now=False)
@@ -253,7 +235,7 @@ class WatchedProcess:
         with self._lock:
             self._loads.append(load)
             made = len(self._loads)
-            self._phases_due[phase] = sum(item.seconds for item in self._loads if item.kind == kind)
+            self._phases.due[phase] = sum(item.seconds for item in self._loads if item.kind == kind)
         if made <= LOAD_LINES:
             self.state.log.add("info", load_line(load))
         elif made == LOAD_LINES + 1:
@@ -299,40 +281,19 @@ class WatchedProcess:
         self._publish_view()
 
     def _on_memory(self, event: dict[str, Any]) -> None:
-        pools: dict[str, tuple[PoolStats, ...]] = {}
-        live_total = 0
         with self._lock:
             by_uri = dict(self._devices)
-        for row in event.get("devices") or ():
-            info = by_uri.get(str(row.get("device")))
-            stats = row.get("statistics") or {}
-            if info is None or not isinstance(stats, dict):
-                continue
-            device_pools = pools_from(info.id, stats)
-            pools[info.id] = device_pools
-            live_total += sum(p.live_bytes for p in device_pools)
+        pools, live_total = pools_in_report(event.get("devices"), by_uri)
         held_row = event.get("held") or {}
         held = HeldResults(count=int(held_row.get("count") or 0), bytes=int(held_row.get("bytes") or 0))
         calls_total = int(event.get("calls_total") or 0)
         rss = self._sampler.latest_rss if self._sampler is not None else None
+        point = GrowthPoint(calls_total, held.bytes, live_total if pools else None, rss)
         with self._lock:
             self._pools = pools
             self._held = held
-            self._growth_points.append(
-                GrowthPoint(
-                    calls=calls_total,
-                    held_bytes=held.bytes,
-                    allocator_live_bytes=live_total if pools else None,
-                    rss_bytes=rss,
-                )
-            )
-            peak = event.get("held_peak") or {}
-            at_peak = held_growth(int(peak.get("count") or 0), int(peak.get("bytes") or 0), int(peak.get("calls") or 0))
-            growth = at_peak or find_growth(list(self._growth_points))
-            changed = growth is not None and growth != self._growth
-            # Kept once seen: a program that frees everything at its exit still grew while it ran.
-            if growth is not None:
-                self._growth = growth
+            changed = self._growth.add(point, event.get("held_peak") or {})
+            growth = self._growth.growth
         if changed:  # said once; newer figures replace the line quietly
             for hint in growth_hint(growth):
                 self._say_hint(hint)
@@ -409,15 +370,15 @@ class WatchedProcess:
                 ended=outcome.ended if outcome.exit_code is not None else None,
                 ended_line=outcome.line,
                 loads=tuple(self._loads),
-                contexts=len(self._contexts_s),
+                contexts=self._phases.contexts,
                 held=self._held,
-                growth=self._growth,
-                hints=tuple(self._hints),
+                growth=self._growth.growth,
+                hints=tuple(self._findings.lines),
                 others=self.others,
                 connected=self._agent is not None,
                 calls_made=self._calls_made,
                 calls_dropped=self._calls_dropped,
-                context_p50_ms=self._context_median_ms(),
+                context_p50_ms=self._phases.context_median_ms(),
                 stacks=self._stacks_view,
             )
 
@@ -433,7 +394,7 @@ class WatchedProcess:
                 self._view_due = True
                 return
             self._view_at, self._view_due = at, False
-            phases, self._phases_due = self._phases_due, {}
+            phases = self._phases.take_due()
         if phases:
             self.state.lifecycle.phase(**phases)
         # The run's calls are the busiest function's, as last published: its p50 is the steady call the phase
@@ -448,9 +409,9 @@ class WatchedProcess:
         """The diagnoses, each said once as soon as it holds; newer figures replace its line in place."""
         with self._lock:
             loads = list(self._loads)
-            contexts = len(self._contexts_s)
-            context_ms = self._context_median_ms()
-            first = self._first_call_s
+            contexts = self._phases.contexts
+            context_ms = self._phases.context_median_ms()
+            first = self._phases.first_call_s
         all_calls = sum(row.count for row in functions) or calls
         for hint in [
             *host_memory_hints(loads),
@@ -461,20 +422,13 @@ class WatchedProcess:
         ]:
             self._say_hint(hint)
 
-    def _context_median_ms(self) -> float | None:
-        """What making a context costs here: the median of those made (under the lock)."""
-        made = self._contexts_sorted
-        return made[len(made) // 2] * 1e3 if made else None
-
     def _say_hint(self, hint: Hint) -> None:
         """A diagnosis: said once in the Log; a later line on the same subject (newer figures) replaces it quietly."""
-        subject, line = hint
         with self._lock:
-            if subject in self._hint_subjects:
-                self._hints[self._hint_subjects.index(subject)] = line
-                return
-            self._hint_subjects.append(subject)
-            self._hints.append(line)
+            new = self._findings.take(hint)
+        if not new:
+            return
+        line = hint[1]
         self.state.log.add("warning", line)
         if self._on_hint is not None:
             self._on_hint(line)

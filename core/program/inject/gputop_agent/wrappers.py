@@ -233,12 +233,51 @@ class RuntimeWrappers(AgentState):
         `start` to the inner `VmContext.invoke`'s start, the VM call is the invoke, and the results (wrapped
         as DeviceArrays) from its end to `end`. `argument_bytes` counts the numpy arrays passed (DeviceArrays
         move nothing); `same` is 1 when every one of them is the very array the previous call of this
-        invoker was given (a weak reference says so: an id can be reused), the upload a loop repeats.
+        invoker was given (see `_arguments_seen`), the upload a loop repeats.
         """
-        import weakref
-        from functools import partial
+        hold = self._result_holder()
+        arguments_of = self._arguments_seen()
+        at_fault = FAULT_POINT == "results"
+        outer = self.outer_call
+        clock = time.perf_counter_ns
+        append = self.records.append
+        agent = self
+        held = self.held
 
-        from iree.runtime.array_interop import DeviceArray
+        def call(invoker: Any, *args: Any, **kwargs: Any) -> Any:
+            # The program's call is this one, arguments in and results out: its invoke inside leaves its record
+            # here, and the record goes out with this call's times (what the program's own timer around it sees).
+            enclosing = getattr(outer, "record", None)
+            inner: list[Any] = []
+            outer.record = inner
+            start = clock()
+            try:
+                result = original(invoker, *args, **kwargs)
+            finally:
+                end = clock()
+                outer.record = enclosing
+                for label, context, invoke_start, invoke_end in inner[:1]:
+                    nbytes, same = arguments_of(invoker, args)
+                    append((label, context, start, end, invoke_start, invoke_end, nbytes, same))
+                    agent.last_label = label
+            try:
+                if at_fault:
+                    fault("results")
+                if inner:
+                    hold(result, 0, inner[0][0])
+                    agent.invoker_calls += 1
+                    if len(held) > agent.held_peak[0]:  # the most held at once, and after how many calls
+                        agent.held_peak = (len(held), agent.held_bytes, agent.invoker_calls)
+            except Exception as exc:
+                self.stop_recording("held results", exc, area="results")
+            return result
+
+        return call
+
+    def _arguments_seen(self) -> Callable[[Any, tuple[Any, ...]], tuple[int, int]]:
+        """A call's numpy arguments: their bytes, and 1 when they are the previous call's very arrays (a weak
+        reference says so: an id can be reused by a new array in the same place)."""
+        import weakref
 
         arrays_of: Any = ()  # what a numpy argument is an instance of (nothing, without numpy)
         try:
@@ -247,10 +286,34 @@ class RuntimeWrappers(AgentState):
             arrays_of = numpy.ndarray
         except ImportError:  # iree.runtime needs numpy; without it no argument is counted
             pass
+        previous: dict[int, tuple[weakref.ref[Any], ...]] = {}
+
+        def seen(invoker: Any, args: tuple[Any, ...]) -> tuple[int, int]:
+            try:
+                arrays = [a for a in args if isinstance(a, arrays_of)]
+                if not arrays:
+                    return 0, 0
+                before = previous.get(id(invoker))
+                same = before is not None and len(before) == len(arrays)
+                same = same and all(before[i]() is a for i, a in enumerate(arrays))  # type: ignore[index]
+                previous[id(invoker)] = tuple(weakref.ref(a) for a in arrays)
+                return sum(a.nbytes for a in arrays), int(same)
+            except Exception:  # an array that takes no weak reference: not compared
+                return 0, 0
+
+        return seen
+
+    def _result_holder(self) -> Callable[[Any, int, str], None]:
+        """Where a call's DeviceArray results are held by weak reference (`held`: count and bytes while alive)
+        and remembered as whose results they are (`origins`: a read back is charged to that function)."""
+        import weakref
+        from functools import partial
+
+        from iree.runtime.array_interop import DeviceArray
+
         held = self.held
         origins = self.origins
-        at_fault = FAULT_POINT == "results"
-        previous: dict[int, tuple[weakref.ref[Any], ...]] = {}
+        agent = self
 
         def forget(result_id: int, ref: weakref.ref[Any]) -> None:
             entry = held.pop(id(ref), None)
@@ -272,54 +335,7 @@ class RuntimeWrappers(AgentState):
                 for item in result.values():
                     hold(item, depth + 1, label)
 
-        outer = self.outer_call
-        clock = time.perf_counter_ns
-        append = self.records.append
-        agent = self
-
-        def call(invoker: Any, *args: Any, **kwargs: Any) -> Any:
-            # The program's call is this one, arguments in and results out: its invoke inside leaves its record
-            # here, and the record goes out with this call's times (what the program's own timer around it sees).
-            enclosing = getattr(outer, "record", None)
-            inner: list[Any] = []
-            outer.record = inner
-            start = clock()
-            try:
-                result = original(invoker, *args, **kwargs)
-            finally:
-                end = clock()
-                outer.record = enclosing
-                for label, context, invoke_start, invoke_end in inner[:1]:
-                    nbytes = same = 0
-                    try:
-                        arrays = [a for a in args if isinstance(a, arrays_of)]
-                        if arrays:
-                            nbytes = sum(a.nbytes for a in arrays)
-                            key = id(invoker)
-                            before = previous.get(key)
-                            same = int(
-                                before is not None
-                                and len(before) == len(arrays)
-                                and all(before[i]() is a for i, a in enumerate(arrays))
-                            )
-                            previous[key] = tuple(weakref.ref(a) for a in arrays)
-                    except Exception:  # an array that takes no weak reference: counted, not compared
-                        same = 0
-                    append((label, context, start, end, invoke_start, invoke_end, nbytes, same))
-                    agent.last_label = label
-            try:
-                if at_fault:
-                    fault("results")
-                if inner:
-                    hold(result, 0, inner[0][0])
-                    agent.invoker_calls += 1
-                    if len(held) > agent.held_peak[0]:  # the most held at once, and after how many calls
-                        agent.held_peak = (len(held), agent.held_bytes, agent.invoker_calls)
-            except Exception as exc:
-                self.stop_recording("held results", exc, area="results")
-            return result
-
-        return call
+        return hold
 
     def _read_back_wrapper(self, original: Any) -> Callable[..., Any]:
         """`DeviceArray._transfer_to_host`, under `to_host()` and `np.asarray(result)`: a read back, timed.
