@@ -347,3 +347,25 @@ def test_held_results_are_growth_from_the_first_call(program_python: Path, progr
         "drop references to old results (copy out what you keep with to_host()) or reuse output "
         "buffers"
     ]
+
+
+def test_a_watched_sessions_report_reads_as_its_run_printed_it(
+    why_slow: dict[str, tuple[dict[str, Any], Any]],
+) -> None:
+    """`gputop report ID` of a watched session: how the program ended, its functions with their parts, its
+    stacks and hints, the same text `gputop run -- CMD` printed at its end (issue 57 item 13)."""
+    _, report = why_slow["upload"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "gputop.tui", "report", report["session_dir"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert text.startswith("program   ") and "exited 0" in text.splitlines()[0]
+    assert "rowsum.main: arguments " in text and " · invoke " in text
+    assert "  ! arguments: rowsum.main is given the same numpy arguments on every call" in text
+    from gputop.tui.text import program_report_text
+
+    assert text.strip() == program_report_text(report).strip()

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def command_report(args: argparse.Namespace) -> int:
     # imported here: the store's reader and the text cost ~8 ms that `gputop --help` need not pay
     from gputop.tui.bridge import read_report, resolve_session
-    from gputop.tui.text import run_report
+    from gputop.tui.text import program_report_text, run_report
 
     folder = resolve_session(args.session)
     if args.trace is not None:
@@ -37,7 +37,8 @@ def command_report(args: argparse.Namespace) -> int:
     report = read_report(folder)
     write_json(report, args.json)
     if args.json != "-" and args.trace != "-":
-        print(run_report(report))
+        # A watched program's report reads as gputop run -- CMD printed it at its end (the same sections).
+        print(program_report_text(report) if report.get("program") else run_report(report))
     return EXIT_OK
 
 

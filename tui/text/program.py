@@ -16,12 +16,15 @@ from gputop.tui.bridge import human_bytes, ms
 
 __all__ = [
     "FUNCTION_HEADER",
+    "dropped_line",
     "ended_text",
     "function_rows",
     "held_line",
+    "parts_line",
     "program_calls_text",
     "program_table",
     "program_title",
+    "stacks_lines",
 ]
 
 FUNCTION_HEADER = ("function", "calls", "/s", "p50", "p95", "max")
@@ -93,6 +96,61 @@ def held_line(held: Mapping[str, Any] | None, growth: Mapping[str, Any] | None) 
     return "; ".join(parts) if parts else None
 
 
+PARTS = ("arguments", "invoke", "results")  # a call's parts, in the order they happen
+
+
+def parts_line(parts: Mapping[str, Any] | None, *, short: bool = False) -> str | None:
+    """A function's call taken apart: `arguments 1.501 ms 90% (128.0 KiB) · invoke 0.073 ms 6% · results 0.057 ms
+    4% · to_host 0.881 ms x1 (256 B)`; a part the watcher cannot see says so (`short`: the pane's width)."""
+    if not parts:
+        return None
+    said = []
+    for name in PARTS:
+        part = parts.get(name) or {}
+        if not part.get("seen", True):
+            said.append(f"{name} not seen" if short else f"{name} not seen ({part.get('reason')})")
+            continue
+        if part.get("p50_ms") is None:
+            continue
+        share = f" {part['share']:.0%}" if part.get("share") is not None else ""
+        moved = f" ({human_bytes(part['bytes'])})" if part.get("bytes") and not short else ""
+        said.append(f"{name} {ms(part['p50_ms'])}{share}{moved}")
+    to_host = parts.get("to_host") or {}
+    if to_host.get("count"):
+        per_call = parts.get("reads_per_call")
+        times = f" x{per_call:.2g}" if per_call is not None and not short else ""
+        moved = f" ({human_bytes(to_host['bytes'])})" if to_host.get("bytes") and not short else ""
+        said.append(f"to_host {ms(to_host.get('p50_ms'))}{times}{moved}")
+    return " · ".join(said) if said else None
+
+
+def dropped_line(program: Mapping[str, Any]) -> str | None:
+    """Where gputop fell behind the program: its counts are lower bounds, by how much."""
+    dropped = program.get("calls_dropped") or 0
+    if not dropped:
+        return None
+    return f"counts are lower bounds: {dropped:,} calls were counted in the program but not sent (gputop fell behind)"
+
+
+def stacks_lines(stacks: Mapping[str, Any] | None, *, limit: int = 5, indent: str = "  ") -> list[str]:
+    """The program's own lines where its time went (py-spy's samples), the busiest first; or why none."""
+    if not stacks:
+        return []
+    if stacks.get("reason"):
+        return [f"none: {stacks['reason']}"]
+    samples = stacks.get("samples") or 0
+    if not samples:
+        return [f"{stacks.get('source')}: no sample yet"]
+    in_calls = stacks.get("in_calls")
+    inside = f"; {in_calls:.0%} inside IREE calls" if in_calls is not None else ""
+    lines = [f"{stacks.get('source')}, {samples:,} samples at {stacks.get('rate_hz'):g}/s{inside}"]
+    for top in (stacks.get("top") or [])[:limit]:
+        where = f"{str(top['file']).rsplit('/', 1)[-1]}:{top['line']}"
+        call = f" ({top['in_calls']:.0%} in calls)" if top.get("in_calls") else ""
+        lines.append(f"{indent}{top['share']:>4.0%}  {where}  {top['function']}{call}")
+    return lines
+
+
 PANE_FUNCTIONS = 6  # rows the Run pane shows; the report lists every function
 
 
@@ -108,10 +166,21 @@ def program_calls_text(program: Mapping[str, Any], *, live: bool) -> str:
     lines = program_table(rows, indent="")
     if len(functions) > PANE_FUNCTIONS:
         lines.append(f"+{len(functions) - PANE_FUNCTIONS} more functions (gputop report)")
+    parts = parts_line(functions[0].get("parts"), short=True)
+    if parts:
+        lines.append(f"{_cut(functions[0])}: {parts}")
+    dropped = dropped_line(program)
+    if dropped:
+        lines.append(dropped)
     held = held_line(program.get("held"), program.get("growth"))
     if held:
         lines.append(held)
     return "\n".join(lines)
+
+
+def _cut(row: Mapping[str, Any]) -> str:
+    name = f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
+    return name if len(name) <= PANE_NAME else name[: PANE_NAME - 1] + "…"
 
 
 def _bare_ms(value: float | None) -> str:

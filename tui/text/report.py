@@ -34,7 +34,17 @@ from gputop.tui.text.counters import counters_lines
 from gputop.tui.text.kernels import kernels_lines
 from gputop.tui.text.layers import layers_lines
 from gputop.tui.text.parameters import parameter_stages_line
-from gputop.tui.text.program import FUNCTION_HEADER, ended_text, function_rows, held_line, program_table, program_title
+from gputop.tui.text.program import (
+    FUNCTION_HEADER,
+    dropped_line,
+    ended_text,
+    function_rows,
+    held_line,
+    parts_line,
+    program_table,
+    program_title,
+    stacks_lines,
+)
 
 __all__ = ["PHASES", "PROGRAM_SECTIONS", "SECTIONS", "program_report_text", "run_report"]
 
@@ -330,7 +340,24 @@ def functions_lines(report: Report) -> list[str]:
     functions = report.get("functions") or []
     if not functions:
         return []
-    return ["functions", *program_table([list(FUNCTION_HEADER), *function_rows(functions, live=False)])]
+    lines = ["functions", *program_table([list(FUNCTION_HEADER), *function_rows(functions, live=False)])]
+    for row in functions:
+        name = f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
+        parts = parts_line(row.get("parts"))
+        if parts:
+            lines.append(f"  {name}: {parts}")
+        if row.get("between_p50_ms") is not None:
+            lines.append(f"  {name}: between calls {ms(row['between_p50_ms'])} (the program's own time, p50)")
+    dropped = dropped_line(report.get("program") or {})
+    return [*lines, *([f"  {dropped}"] if dropped else [])]
+
+
+def program_stacks_lines(report: Report) -> list[str]:
+    """Where the program's own Python spent its time (py-spy's samples), its busiest lines."""
+    return [
+        f"python    {line}" if i == 0 else line
+        for i, line in enumerate(stacks_lines((report.get("program") or {}).get("stacks"), indent="          "))
+    ]
 
 
 def program_memory_lines(report: Report) -> list[str]:
@@ -356,6 +383,7 @@ PROGRAM_SECTIONS: tuple[Callable[[Report], list[str]], ...] = (
     program_phases_lines,
     program_parameters_lines,
     functions_lines,
+    program_stacks_lines,
     program_memory_lines,
     hints_lines,
     program_session_lines,
