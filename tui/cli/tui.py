@@ -76,7 +76,7 @@ def command_tui(argv: list[str], program: list[str] | None = None) -> int:
     if args.profile_every is None:
         engine += ["--profile-every", "0"]  # as ever in the TUI: profile passes when the user presses p
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it
-    from gputop.tui.app import run_engine_app
+    from gputop.tui.launch import run_engine_app
 
     if program is not None:
         engine += ["--", *program]  # last: the engine's own words come before it (see EngineProcess)
