@@ -201,11 +201,15 @@ def end_screen_on_signals(
     loop = asyncio.get_running_loop()
     for signum in SIGNALS:
         loop.remove_signal_handler(signum)
+
+    def on_first(code: int) -> None:
+        loop.call_soon_threadsafe(end_screen, code)
+
     ending = SignalEnding(
         interrupt=source.interrupt,
         wait=source.stop,
         abandon=source.abandon,
-        on_first=lambda code: loop.call_soon_threadsafe(end_screen, code),
+        on_first=on_first,
         on_leave=restore,
     )
     ending.install()

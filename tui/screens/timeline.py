@@ -235,7 +235,7 @@ class TimelineScreen(Window[None]):
     """
     BINDINGS = [
         Binding("escape,t", "dismiss", "Close"),
-        Binding("p", "app.profile", "Profile"),
+        Binding("p", "profile", "Profile"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -260,3 +260,7 @@ class TimelineScreen(Window[None]):
 
     def action_dismiss(self) -> None:
         self.dismiss(None)
+
+    async def action_profile(self) -> None:
+        """`p` profiles again from here as over the panes: the run's screen, first on the stack, takes it."""
+        await self.app.run_action("profile", self.app.screen_stack[0])
