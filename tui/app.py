@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, TypeVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
@@ -157,8 +157,9 @@ class GputopApp(App[int]):
         with contextlib.suppress(OSError):
             Path(path).write_text(json.dumps(stats) + "\n", encoding="utf-8")
 
-    def on_resize(self, event: Any) -> None:
-        if (self._main is not None or self.screen_stack) and self.main.ready:  # before, the screen fits itself as it mounts
+    def on_resize(self, event: events.Resize) -> None:
+        # The first Resize may come before the run's screen is up: it fits itself as it mounts.
+        if (self._main is not None or self.screen_stack) and self.main.ready:
             self.main.fit(event.size.width, event.size.height)  # even while a window is over it
 
     # -- snapshots ------------------------------------------------------------

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 
 from gputop.tui.bridge import UsageError, load_token, new_session_dir, program_label
-from gputop.tui.cli.options import add_run_options, config_from, optional_values_alone
+from gputop.tui.cli.optional_values import optional_values_alone
+from gputop.tui.cli.options import add_run_options, config_from
 from gputop.tui.cli.program import refuse_run_options
 
 __all__ = ["build_tui_parser", "command_tui", "without_baseline"]
