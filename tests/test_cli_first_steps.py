@@ -195,7 +195,7 @@ def test_every_optional_value_flag_is_covered() -> None:
 )
 def test_optional_values_are_read_only_where_given(argv: list[str], expected: tuple[object, ...]) -> None:
     from gputop.tui.cli import build_parser, command_parser
-    from gputop.tui.cli.options import optional_values_alone
+    from gputop.tui.cli.optional_values import optional_values_alone
 
     args = build_parser().parse_args(["run", *optional_values_alone(command_parser("run"), argv)])
     assert (args.target, args.capture, args.profile) == expected

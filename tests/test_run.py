@@ -124,7 +124,7 @@ def test_given_inputs_are_used() -> None:
 )
 def test_profile_takes_its_level_only_when_one_follows(argv: list[str], target: str, level: str | None) -> None:
     from gputop.tui.cli import build_parser, command_parser
-    from gputop.tui.cli.options import optional_values_alone
+    from gputop.tui.cli.optional_values import optional_values_alone
 
     args = build_parser().parse_args([argv[0], *optional_values_alone(command_parser(argv[0]), argv[1:])])
     assert (args.target, args.profile) == (target, level)

@@ -12,10 +12,16 @@ system call. That is the root of a bug seen under `gputop web`: a TUI whose
 output pipe was full (its browser stalled) sat in `write()` inside the event
 loop, so the loop-based SIGTERM handler never ran while the engine thread
 went on calling the GPU flat out. Nothing here depends on the loop turning.
+
+The TUI's side of it lives here too: `end_screen_on_signals` puts the plain
+handlers in place of the event loop's, `restore_terminal` gives the terminal
+back when the process leaves without the app's own ending, and `parent_gone`
+tells a child of gputop web that its server is gone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -23,22 +29,40 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop.tui.bridge import EXIT_SIGHUP, EXIT_SIGINT, EXIT_SIGTERM
 
-__all__ = ["GRACE_S", "PARENT_ENV", "SignalEnding", "exit_code_for", "parent_pid"]
+if TYPE_CHECKING:  # the headless faces end here too: they need not load the TUI's sources
+    from gputop.tui.bridge import SnapshotSource
+
+__all__ = [
+    "GRACE_S",
+    "PARENT_ENV",
+    "SignalEnding",
+    "end_screen_on_signals",
+    "exit_code_for",
+    "parent_gone",
+    "parent_pid",
+    "restore_terminal",
+]
 
 GRACE_S = 10.0  # the run's own ending (teardown, report) gets this long after the first signal
 FACE_GRACE_S = 5.0  # then the face (terminal restored, web children reaped) gets this long
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 PARENT_ENV = "GPUTOP_PARENT_PID"  # set by gputop web for its children: live only as long as that process
+TERMINAL_RESET = "\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[<u\x1b[?1049l\x1b[?25h\x1b[?1004l"
 
 
 def parent_pid() -> int | None:
     """The process this one must not outlive (a child of gputop web), from PARENT_ENV; None when not a child."""
     parent = os.environ.get(PARENT_ENV, "")
     return int(parent) if parent.isdigit() else None
+
+
+def parent_gone(pid: int) -> bool:
+    """The process `parent_pid` named is no longer this one's parent (killed, crashed)."""
+    return os.getppid() != pid
 
 
 def exit_code_for(signum: int) -> int:
@@ -162,3 +186,47 @@ class SignalEnding:
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.flush()
         os._exit(code)
+
+
+def end_screen_on_signals(
+    source: SnapshotSource, end_screen: Callable[[int], None], restore: Callable[[], None]
+) -> SignalEnding:
+    """SIGINT/SIGTERM/SIGHUP from outside the TUI: stop the engine, `end_screen` with 130/143/129 on the app's
+    own thread, and `restore` the terminal if the process must leave without the app's ending.
+
+    The drivers install event-loop handlers; they are replaced by plain ones
+    (`SignalEnding`), which run even while the loop is blocked writing a frame.
+    Call on the app's event loop, once it runs.
+    """
+    loop = asyncio.get_running_loop()
+    for signum in SIGNALS:
+        loop.remove_signal_handler(signum)
+
+    def on_first(code: int) -> None:
+        loop.call_soon_threadsafe(end_screen, code)
+
+    ending = SignalEnding(
+        interrupt=source.interrupt,
+        wait=source.stop,
+        abandon=source.abandon,
+        on_first=on_first,
+        on_leave=restore,
+    )
+    ending.install()
+    return ending
+
+
+def restore_terminal(driver: Any) -> None:
+    """The process leaves without the app's own ending (a second signal): give the terminal back.
+
+    `driver` is the app's Textual driver (None before it has one); a web driver has no terminal to give back.
+    """
+    stdin, stdout = sys.__stdin__, sys.__stdout__
+    if driver is None or driver.is_web or stdin is None or stdout is None:
+        return
+    attrs = getattr(driver, "attrs_before", None)
+    if attrs is not None:
+        import termios
+
+        termios.tcsetattr(stdin.fileno(), termios.TCSANOW, attrs)
+    os.write(stdout.fileno(), TERMINAL_RESET.encode())

@@ -47,7 +47,7 @@ from gputop.tui.cli import (
 )
 from gputop.tui.cli.command import Subcommand
 from gputop.tui.cli.open import SPEC as OPEN_SPEC
-from gputop.tui.cli.options import optional_values_alone
+from gputop.tui.cli.optional_values import optional_values_alone
 from gputop.tui.cli.program import split_program
 from gputop.tui.cli.tui import build_tui_parser, command_tui
 

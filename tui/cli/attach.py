@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def command_attach(args: argparse.Namespace) -> int:
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it; the store's
     # reader (~4 ms) is not for `gputop --help` either
-    from gputop.tui.app import run_attached
     from gputop.tui.bridge import read_manifest, resolve_session
+    from gputop.tui.launch import run_attached
 
     folder = resolve_session(args.session)
     must_be_live(folder, read_manifest(folder))

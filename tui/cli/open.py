@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def command_open(args: argparse.Namespace) -> int:
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it; the store's
     # reader (~4 ms) is not for `gputop --help` either
-    from gputop.tui.app import run_replay
     from gputop.tui.bridge import ENDED_STATES, effective_state, read_manifest, read_tail, resolve_session
+    from gputop.tui.launch import run_replay
 
     folder = resolve_session(args.session)
     snapshots = read_tail(folder, OPEN_SNAPSHOTS)

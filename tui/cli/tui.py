@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 
 from gputop.tui.bridge import UsageError, find_command, load_token, new_session_dir, program_label
-from gputop.tui.cli.options import add_run_options, config_from, optional_values_alone
+from gputop.tui.cli.optional_values import optional_values_alone
+from gputop.tui.cli.options import add_run_options, config_from
 from gputop.tui.cli.program import refuse_run_options
 
 __all__ = ["build_tui_parser", "command_tui", "without_baseline"]
@@ -77,7 +78,7 @@ def command_tui(argv: list[str], program: list[str] | None = None) -> int:
     if args.profile_every is None:
         engine += ["--profile-every", "0"]  # as ever in the TUI: profile passes when the user presses p
     # imported here: loading the Textual app costs ~0.3 s, and only the TUI needs it
-    from gputop.tui.app import run_engine_app
+    from gputop.tui.launch import run_engine_app
 
     if program is not None:
         engine += ["--", *program]  # last: the engine's own words come before it (see EngineProcess)

@@ -1,4 +1,6 @@
-"""The windows gputop opens over its panes, one module each, all importable from here.
+"""The run's screen and the windows gputop opens over it, one module each, all importable from here.
+
+`main` is the screen of the panes and the run's keys, the app's first; the rest are windows.
 
 A pane is watched for the whole run; a screen is opened by a key, read, and
 closed: the key help, the device chooser, the roofline, the layer view, the Timeline and a
@@ -13,8 +15,19 @@ from gputop.tui.screens.capture import CaptureScreen
 from gputop.tui.screens.device import DeviceScreen
 from gputop.tui.screens.help import HelpScreen
 from gputop.tui.screens.layers import LayersScreen
+from gputop.tui.screens.main import DRAWN_WINDOWS, MainScreen
 from gputop.tui.screens.roofline import RooflineScreen
 from gputop.tui.screens.timeline import TimelineScreen
 from gputop.tui.screens.window import Window
 
-__all__ = ["CaptureScreen", "DeviceScreen", "HelpScreen", "LayersScreen", "RooflineScreen", "TimelineScreen", "Window"]
+__all__ = [
+    "DRAWN_WINDOWS",
+    "CaptureScreen",
+    "DeviceScreen",
+    "HelpScreen",
+    "LayersScreen",
+    "MainScreen",
+    "RooflineScreen",
+    "TimelineScreen",
+    "Window",
+]

@@ -28,6 +28,7 @@ from gputop.tui.bridge import (
     CallBreakdown,
     CallSegment,
     LiveBaseline,
+    ProfileSummary,
     RunSnapshot,
     kernels_cost_text,
     ms_fixed,
@@ -46,6 +47,7 @@ __all__ = [
     "baseline_segments",
     "largest_segments",
     "largest_table",
+    "records_lines",
     "render_timeline",
     "strip_rows",
     "totals_table",
@@ -162,19 +164,7 @@ def render_timeline(
             strips.append(Text.assemble(label, strip))
     elif baseline is not None:
         strips.append(Text(f"baseline {baseline.label}: no call breakdown recorded", style="dim"))
-    records = [
-        Text(f"records: {breakdown.source}", style="dim"),
-        Text(f"device time on the host clock: {breakdown.fit}", style="dim"),
-    ]
-    if profile.overhead is not None:  # what the pass cost, as the records it took
-        cost = to_json(profile.overhead)
-        records.append(Text(f"pass cost: {overhead_text(cost)}", style="dim"))
-        warning = overhead_warning(cost, profile.profiling_on)
-        if warning:
-            records.append(Text(f"⚠ {warning}", style="bold yellow"))
-        separate = kernels_cost_text(to_json(profile.kernels_overhead) if profile.kernels_overhead else None)
-        if separate:
-            records.append(Text(separate, style="dim"))
+    records = records_lines(profile, breakdown)
     side_by_side = width >= 100  # then the largest segments sit beside the totals, in their rows
     wanted = len(largest_segments(breakdown.median_call))
     required = sum(_rows(line, width) for line in [*strips, *records]) + 1 + len(KINDS) + 2  # and the totals
@@ -196,6 +186,24 @@ def render_timeline(
     lines += [Text("")] if blanks >= 2 else []
     lines += records
     return Group(*lines)
+
+
+def records_lines(profile: ProfileSummary, breakdown: CallBreakdown) -> list[Text]:
+    """The lines under the view saying which records it comes from, and what the pass cost (always shown)."""
+    records = [
+        Text(f"records: {breakdown.source}", style="dim"),
+        Text(f"device time on the host clock: {breakdown.fit}", style="dim"),
+    ]
+    if profile.overhead is not None:  # what the pass cost, as the records it took
+        cost = to_json(profile.overhead)
+        records.append(Text(f"pass cost: {overhead_text(cost)}", style="dim"))
+        warning = overhead_warning(cost, profile.profiling_on)
+        if warning:
+            records.append(Text(f"⚠ {warning}", style="bold yellow"))
+        separate = kernels_cost_text(to_json(profile.kernels_overhead) if profile.kernels_overhead else None)
+        if separate:
+            records.append(Text(separate, style="dim"))
+    return records
 
 
 def _rows(line: Text, width: int) -> int:
@@ -235,7 +243,7 @@ class TimelineScreen(Window[None]):
     """
     BINDINGS = [
         Binding("escape,t", "dismiss", "Close"),
-        Binding("p", "app.profile", "Profile"),
+        Binding("p", "profile", "Profile"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -260,3 +268,7 @@ class TimelineScreen(Window[None]):
 
     def action_dismiss(self) -> None:
         self.dismiss(None)
+
+    async def action_profile(self) -> None:
+        """`p` profiles again from here as over the panes: the run's screen, first on the stack, takes it."""
+        await self.app.run_action("profile", self.app.screen_stack[0])
