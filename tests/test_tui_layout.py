@@ -257,7 +257,10 @@ def test_help_lists_every_key_the_app_answers_to() -> None:
         for key in keys.split(", "):  # "p, P": one line for a key and its shifted form
             first, dash, last = key.partition("-")
             listed |= {str(n) for n in range(int(first), int(last) + 1)} if dash and first.isdigit() else {key}
-    for binding in GputopApp.BINDINGS:
+    from gputop.tui.screens.main import MainScreen
+
+    # The app's own keys and the run's keys, which live on the screen that owns them (tui/screens/main.py).
+    for binding in [*GputopApp.BINDINGS, *MainScreen.BINDINGS]:
         assert isinstance(binding, Binding)
         for key in binding.key.split(","):
             if key != "ctrl+c":  # quit, as q

@@ -55,6 +55,10 @@ MAX_AGES = 100_000
 PaneT = TypeVar("PaneT", bound=BoxPane)
 
 
+# The blocking work a key starts, named as the key's answer names it (a failure reads `reload: ...`).
+WORKER_WORDS = {"engine": "the engine", "devices": "devices", "capture": "capture", "export": "export"}
+
+
 class GputopApp(App[int]):
     TITLE = "gputop"
     MODES = {"main": MainScreen}  # Textual loads a mode screen's CSS (the layout) as it does the app's
@@ -267,6 +271,8 @@ class GputopApp(App[int]):
     @on(Worker.StateChanged)
     def worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
-            self.log_line("error", f"{event.worker.name}: {event.worker.error}")
+            # What the user asked for, in their words: a worker's function name is the code's, not theirs.
+            said = WORKER_WORDS.get(event.worker.group, event.worker.group)
+            self.log_line("error", f"{said}: {event.worker.error}")
             if self.quitting:
                 self.exit(1)

@@ -17,6 +17,7 @@ from gputop.tui.screens.help import HelpScreen
 from gputop.tui.screens.layers import LayersScreen
 from gputop.tui.screens.main import DRAWN_WINDOWS, MainScreen
 from gputop.tui.screens.roofline import RooflineScreen
+from gputop.tui.screens.stacks import StacksScreen
 from gputop.tui.screens.timeline import TimelineScreen
 from gputop.tui.screens.window import Window
 
@@ -28,6 +29,7 @@ __all__ = [
     "LayersScreen",
     "MainScreen",
     "RooflineScreen",
+    "StacksScreen",
     "TimelineScreen",
     "Window",
 ]

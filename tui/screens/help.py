@@ -34,7 +34,7 @@ KEYS = (
     ("e", "export the report (JSON) into the session directory"),
     ("s", "save an SVG screenshot into the session directory"),
     ("f", "roofline: each kernel against the device's peaks"),
-    ("L", "layers: kernel time by the model's own layers"),
+    ("L, w", "time by model layer; w: a program's call parts, Python"),
     ("b", "baseline: the next past session, this device's first"),
     ("l", "grow the Log pane to most of the screen, and back"),
     (

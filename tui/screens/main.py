@@ -52,6 +52,7 @@ from gputop.tui.screens.capture import CaptureScreen
 from gputop.tui.screens.device import DeviceScreen
 from gputop.tui.screens.layers import LayersScreen
 from gputop.tui.screens.roofline import RooflineScreen
+from gputop.tui.screens.stacks import StacksScreen
 from gputop.tui.screens.timeline import TimelineScreen
 
 if TYPE_CHECKING:  # the app composes this screen: the screen only names its type
@@ -73,7 +74,7 @@ LIVE_ACTIONS = ("toggle_pause", "profile", "counters", "capture", "reload", "cho
 # capture asked for now waits for the calls and is taken once they start, rather than refused.
 PRE_RUN_STATES = ("idle", *BUSY_STATES)
 LIVE_STATES = ("running", "paused")
-DRAWN_WINDOWS = (TimelineScreen, RooflineScreen, LayersScreen)  # windows redrawn as snapshots arrive
+DRAWN_WINDOWS = (TimelineScreen, RooflineScreen, LayersScreen, StacksScreen)  # windows redrawn as snapshots arrive
 
 PaneT = TypeVar("PaneT", bound=BoxPane)
 
@@ -120,6 +121,7 @@ class MainScreen(Screen[None]):
         Binding("L", "layers", "Layers"),
         Binding("b", "baseline", "Baseline", show=False),  # docs/comparing.md; the footer keeps its width
         Binding("g", "pm_sampling", "GPU counters", show=False),  # at 120 columns the footer is full: `?` lists it
+        Binding("w", "stacks", "Where", show=False),  # a watched program's parts and Python: `?` lists it
     ]
 
     def __init__(self) -> None:
@@ -486,6 +488,10 @@ class MainScreen(Screen[None]):
     def action_roofline(self) -> None:
         if not isinstance(self.app.screen, RooflineScreen):
             self.app.push_screen(RooflineScreen(self.run_app.snapshot))
+
+    def action_stacks(self) -> None:
+        if not isinstance(self.app.screen, StacksScreen):
+            self.app.push_screen(StacksScreen(self.run_app.snapshot))
 
     def action_layers(self) -> None:
         if not isinstance(self.app.screen, LayersScreen):

@@ -187,6 +187,13 @@ class EngineProcess(AttachSource):
                 process.wait(2.0)
 
     def refusal(self, action: str = "") -> str | None:
+        """A watched program (`gputop -- CMD`) is the program's own run: gputop neither restarts it nor moves it."""
+        if "--" not in self._engine_args:
+            return None
+        if action == "reload":
+            return "a watched program is not restarted by gputop: q ends it, then run its command again"
+        if action == "device":
+            return "a watched program picks its devices in its own code: the Memory pane shows the ones it made"
         return None
 
     def restart(self, **changes: Any) -> None:
