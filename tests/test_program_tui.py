@@ -50,9 +50,7 @@ async def test_keys_that_cannot_act_on_a_watched_program_say_why_and_w_shows_its
         await wait_for(pilot, lambda: calls(app) > before + 10)  # the program went on; nothing was blanked
         assert app.snapshot is not None and app.snapshot.state == "running"
         # w: each call's parts, the arguments most of it; then the program's own lines, sampled from outside
-        await wait_for(
-            pilot, lambda: app.snapshot is not None and app.snapshot.program.stacks is not None, timeout=60
-        )
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.program.stacks is not None, timeout=60)
         await pilot.press("w")
         await wait_for(pilot, lambda: isinstance(app.screen, StacksScreen))
         text = stacks_text(app.snapshot, 110, 30)
