@@ -7,7 +7,7 @@ machine (headless Textual needs no terminal). Never edit the SVGs by hand.
 
 Usage: python scripts/screenshots.py OUT.svg [--target demo:mlp] [--device local-task | --devices D1,D2]
            [--input ...] [--calls 20] [--size 120x40] [--profile] [--counters] [--press KEYS] [--roofline]
-           [--warmup S] [--engine-process] [--program 'python app.py ...'] [--function F]
+           [--warmup S] [--engine-process] [--program 'python app.py ...'] [--stacks] [--function F]
            [--pm SECONDS]
 
 With --engine-process the engine runs as `gputop TARGET` runs it, in its own
@@ -96,6 +96,15 @@ async def drive(app: GputopApp, args: argparse.Namespace, width: int, height: in
                 waited += 0.2
             pm = app.snapshot.pm_sampling if app.snapshot is not None else None
             print(f"pm sampling: {pm.state if pm else 'none'}, {pm.samples if pm else 0} samples ({pm and pm.reason})")
+        if args.stacks:  # a watched program's Python (py-spy's rounds): wait for samples, then open w
+            while waited < args.timeout * 2:
+                program = app.snapshot.program if app.snapshot is not None else None
+                stacks = program.stacks if program is not None else None
+                if stacks is not None and (stacks.reason or stacks.samples >= 50):
+                    break
+                await pilot.pause(0.2)
+                waited += 0.2
+            await pilot.press("w")
         if args.press:
             await pilot.press(*args.press.split(","))
         if args.roofline:
@@ -107,7 +116,7 @@ async def drive(app: GputopApp, args: argparse.Namespace, width: int, height: in
         args.out.parent.mkdir(parents=True, exist_ok=True)
         app.save_screenshot(filename=args.out.name, path=str(args.out.parent))
         print(f"{args.out}: {snap.calls.count} calls on {snap.device.id if snap.device else '?'}")
-        if args.roofline:
+        if args.roofline or args.stacks:
             await pilot.press("escape")
         await pilot.press("q")
 
@@ -129,6 +138,7 @@ def main() -> None:
     parser.add_argument("--counters", action="store_true", help="then press n and wait for the counters pass")
     parser.add_argument("--press", help="keys to press before the screenshot, comma-separated (t: the Timeline)")
     parser.add_argument("--roofline", action="store_true", help="then press f: the roofline view")
+    parser.add_argument("--stacks", action="store_true", help="a watched program: wait for py-spy's samples, press w")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up before a profile pass")
     parser.add_argument(
         "--engine-process", action="store_true", help="the engine in its own process, as `gputop TARGET` runs it"

@@ -7,7 +7,8 @@
 # 1. Here (the CPU machine): python bench/prepare_watch_bundle.py .device/watch
 # 2. There: carry .whl .gl .device, then: bash bench/gpu/why_slow.sh
 # Results: $OUT/why_slow/ (log.txt, *.json), packed by bench/gpu/pack.sh.
-# WHY_STEPS picks steps (default: parts profile contexts overhead test); WHY_ROUNDS sizes the overhead rounds.
+# WHY_STEPS picks steps (default: parts profile contexts overhead test; also: tui overhead_mlp); WHY_ROUNDS sizes
+# the overhead rounds.
 set -u
 STEPS=${WHY_STEPS:-parts profile contexts overhead test}
 source bench/gpu/setup.sh > /dev/null
@@ -83,6 +84,23 @@ overhead() {  # NAME ARGS: the program's own p50/p95, with and without gputop (C
 if step overhead; then
 overhead fixed_0.36ms "{assets}/rowsum_64x512_cuda.vmfb 2000 --shape 64x512 --device cuda --mistake none"
 overhead upload_2ms "{assets}/rowsum_64x512_cuda.vmfb 1000 --shape 64x512 --device cuda --mistake upload"
+fi
+if step tui; then
+log "== the TUI on the program (the real app, headless): the Run pane with the parts, then w, before and after the fix"
+for m in upload none; do
+  timeout 200 python3 scripts/screenshots.py "$OUT_DIR/gputop-why-slow-$m-cuda.svg" --calls 500 \
+    --program "$(program why_slow.py $D/rowsum_64x512_cuda.vmfb 1000000 --shape 64x512 --device cuda --mistake $m --sleep-ms 0.2)" \
+    2>&1 | tail -3 | tee -a "$OUT_DIR/log.txt"
+done
+timeout 200 python3 scripts/screenshots.py "$OUT_DIR/gputop-why-slow-stacks-cuda.svg" --calls 500 --stacks \
+  --program "$(program why_slow.py $D/rowsum_64x512_cuda.vmfb 1000000 --shape 64x512 --device cuda --mistake upload --sleep-ms 0.2)" \
+  2>&1 | tail -3 | tee -a "$OUT_DIR/log.txt"
+fi
+if step overhead_mlp; then
+log "== overhead (mlp, attr: VmContext.invoke on device buffers): the program's own p50/p95 with and without gputop"
+timeout 560 python3 bench/watch_overhead.py --device cuda --calls 3000 --rounds "${WHY_ROUNDS:-12}" --python python3 \
+  --program-path "$RT" --vmfb $D/model_cuda.vmfb --irpa $D/model.irpa --json "$OUT_DIR/overhead_mlp.json" \
+  2>&1 | tee -a "$OUT_DIR/log.txt"
 fi
 if step test; then
 log "== pytest -m gpu tests/test_program_profile.py"
