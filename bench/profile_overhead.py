@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.profiling.ireeprof.call_marks import marks_environment, marks_library
 from gputop.core.profiling.ireeprof.tool_pass import CALL_PROFILING_MODES, profile_with_ireeprof
 from gputop.core.profiling.ireeprof.tools import (

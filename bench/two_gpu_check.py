@@ -40,7 +40,7 @@ import numpy as np
 
 from gputop.core.errors import UsageError
 from gputop.core.module.check import compare_outputs
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.multidevice.affinity import FunctionAffinity
 from gputop.core.multidevice.transfer_check import match_copies
 from gputop.core.processes import first_line, last_line

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         verdict_line,
     )
     from gputop.core.compare.live import LiveBaseline
-    from gputop.core.compare.pm import pm_sampling_text
+    from gputop.core.compare.pm_condition import pm_sampling_text
     from gputop.core.compare.text import comparison_json
     from gputop.core.errors import (
         EXIT_OK,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from gputop.core.module.demos import demo_targets
-    from gputop.core.module.devices import list_devices, resolve_device, target_flags_for_spec
+    from gputop.core.module.device_discovery import list_devices, resolve_device, target_flags_for_spec
     from gputop.core.module.targets import device_names
     from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, analyse_module
     from gputop.core.multidevice.transfer_check import observe_module
@@ -58,10 +58,10 @@ if TYPE_CHECKING:
     from gputop.core.profiling.work.efficiency import ridge_intensity
     from gputop.core.program import WATCH_PATH_DIR, ProgramHost, ProgramNotStarted, find_command, program_label
     from gputop.core.program.trace import program_trace
-    from gputop.core.renderdoc.captures import capture_info
+    from gputop.core.renderdoc.capture_files import capture_info
     from gputop.core.run import RunConfig, Session
     from gputop.core.run.config import RENDERDOC_MODES, Target, TargetKind, config_default
-    from gputop.core.run.host import RunHost, tune_interpreter_for_calls
+    from gputop.core.run.run_host import RunHost, tune_interpreter_for_calls
     from gputop.core.runners.iree_runner import PARAMETER_MODES
     from gputop.core.serving.access import LOOPBACK, TOKEN_ENV, bearer_matches, exposure_warning, load_token, url_host
     from gputop.core.serving.metrics import DEFAULT_PORT, MetricsServer
@@ -120,7 +120,7 @@ if TYPE_CHECKING:
         si,
     )
     from gputop.core.versions import versions
-    from gputop.core.watch.neighbours import host_load_limit
+    from gputop.core.watch.neighbour_watch import host_load_limit
     from gputop.core.wording import (
         CHECK_FAILED,
         NAME_MARK,
@@ -157,7 +157,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
         "verdict_line",
     ),
     "gputop.core.compare.live": ("LiveBaseline",),
-    "gputop.core.compare.pm": ("pm_sampling_text",),
+    "gputop.core.compare.pm_condition": ("pm_sampling_text",),
     "gputop.core.compare.text": ("comparison_json",),
     "gputop.core.errors": (
         "EXIT_OK",
@@ -173,7 +173,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
         "UsageError",
     ),
     "gputop.core.module.demos": ("demo_targets",),
-    "gputop.core.module.devices": ("list_devices", "resolve_device", "target_flags_for_spec"),
+    "gputop.core.module.device_discovery": ("list_devices", "resolve_device", "target_flags_for_spec"),
     "gputop.core.module.targets": ("device_names",),
     "gputop.core.multidevice.affinity": ("AffinityAnalysis", "affinity_flags", "analyse_module"),
     "gputop.core.multidevice.transfer_check": ("observe_module",),
@@ -184,10 +184,10 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "gputop.core.profiling.breakdown": ("breakdown_groups_text",),
     "gputop.core.program": ("WATCH_PATH_DIR", "ProgramHost", "ProgramNotStarted", "find_command", "program_label"),
     "gputop.core.program.trace": ("program_trace",),
-    "gputop.core.renderdoc.captures": ("capture_info",),
+    "gputop.core.renderdoc.capture_files": ("capture_info",),
     "gputop.core.run": ("RunConfig", "Session"),
     "gputop.core.run.config": ("RENDERDOC_MODES", "Target", "TargetKind", "config_default"),
-    "gputop.core.run.host": ("RunHost", "tune_interpreter_for_calls"),
+    "gputop.core.run.run_host": ("RunHost", "tune_interpreter_for_calls"),
     "gputop.core.runners.iree_runner": ("PARAMETER_MODES",),
     "gputop.core.serving.access": (
         "LOOPBACK",
@@ -253,7 +253,7 @@ ROOMS: dict[str, tuple[str, ...]] = {
         "si",
     ),
     "gputop.core.versions": ("versions",),
-    "gputop.core.watch.neighbours": ("host_load_limit",),
+    "gputop.core.watch.neighbour_watch": ("host_load_limit",),
     "gputop.core.wording": (
         "CHECK_FAILED",
         "NAME_MARK",

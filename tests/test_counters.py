@@ -24,7 +24,8 @@ from conftest import run_gputop, run_json
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
 from gputop.core.module.targets import LOCAL_FLAGS
-from gputop.core.profiling.ncu.command import (
+from gputop.core.profiling.ncu.kernel_counters import counter_value, read_counters, summary_from_counters, with_counters
+from gputop.core.profiling.ncu.ncu_command import (
     METRICS,
     NCU_ENV,
     PERMISSION,
@@ -35,7 +36,6 @@ from gputop.core.profiling.ncu.command import (
     one_call_command,
     parse_version,
 )
-from gputop.core.profiling.ncu.kernel_counters import counter_value, read_counters, summary_from_counters, with_counters
 from gputop.core.profiling.work.dispatch_work import ModuleWork
 from gputop.core.profiling.work.efficiency import KernelEfficiency
 from gputop.core.profiling.work.ir_count import module_work

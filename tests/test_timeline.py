@@ -320,7 +320,7 @@ def test_the_calls_window_is_on_this_processs_monotonic_clock(tmp_path: Path) ->
     Checked against this process's own stamps around the tool, and Google Benchmark's own wall times."""
     import time
 
-    from gputop.core.module.devices import resolve_device
+    from gputop.core.module.device_discovery import resolve_device
     from gputop.core.profiling.ireeprof.tool_pass import profile_with_ireeprof
     from gputop.core.profiling.ireeprof.tools import benchmark_call_ms
 

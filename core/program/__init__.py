@@ -12,8 +12,8 @@ command (`launch`) and ends with it.
 
 from __future__ import annotations
 
-from gputop.core.program.host import ProgramHost, program_label
 from gputop.core.program.launch import INJECT_DIR, SOCKET_ENV, WATCH_PATH_DIR, ProgramNotStarted, find_command
+from gputop.core.program.program_host import ProgramHost, program_label
 
 __all__ = [
     "INJECT_DIR",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gputop.core.snapshot import DeviceInfo, MemorySample, PoolStats
-from gputop.core.watch.memory import MemorySampler
+from gputop.core.watch.memory_sampler import MemorySampler
 
 __all__ = ["ProgramMemory", "pools_from"]
 

@@ -33,7 +33,7 @@ from gputop.core.run.transfers import observe_exports
 from gputop.core.runners.iree_runner import IreeModuleRun, parameter_mode_for
 from gputop.core.snapshot import ModuleBytes, OutputCheck
 from gputop.core.units import fixed, gbps, human_bytes
-from gputop.core.watch.memory import MemorySampler
+from gputop.core.watch.memory_sampler import MemorySampler
 
 __all__ = ["IreeFlow", "check_outputs", "save_inputs"]
 

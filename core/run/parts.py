@@ -38,8 +38,8 @@ from gputop.core.snapshot import DeviceInfo, RunSnapshot
 from gputop.core.store.report import build_report
 from gputop.core.store.writer import SessionWriter
 from gputop.core.watch.call_clocks import CallClockWatch
-from gputop.core.watch.clocks import gpu_clock_for
-from gputop.core.watch.neighbours import NeighbourWatch, watch_roots
+from gputop.core.watch.clock_watch import gpu_clock_for
+from gputop.core.watch.neighbour_watch import NeighbourWatch, watch_roots
 from gputop.core.watch.pm_watch import PmWatch
 
 __all__ = ["PM_START_WAIT_S", "RunParts", "pm_refusal_for"]

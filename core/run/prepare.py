@@ -15,7 +15,7 @@ from pathlib import Path
 from gputop.core.errors import CompileError, DeviceUnavailableError, GputopError
 from gputop.core.module import demos
 from gputop.core.module.compile import compile_module
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.module.targets import device_names
 from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, analyse_module
 from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS

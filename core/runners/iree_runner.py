@@ -22,7 +22,7 @@ from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
 from gputop.core.module.signature import FunctionSignature, signature_of
 from gputop.core.params.archive import PARAMETER_SUFFIXES, ParameterEntry, archive_kind, read_archive
-from gputop.core.params.stream import ParameterStream, StreamOptions
+from gputop.core.params.streamed_load import ParameterStream, StreamOptions
 from gputop.core.processes import first_line
 from gputop.core.snapshot import DeviceInfo, PoolStats
 

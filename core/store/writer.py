@@ -370,7 +370,7 @@ class SessionWriter:
         return self.write_error or self.ending_error
 
 
-OUTPUT_PREFIXES = ("stdout: ", "stderr: ")  # a watched program's own output in the Log (core/program/host.py)
+OUTPUT_PREFIXES = ("stdout: ", "stderr: ")  # a watched program's own output in the Log (core/program/program_host.py)
 
 
 def _newest_news(snapshot: RunSnapshot) -> int:

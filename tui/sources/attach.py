@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 
 from gputop.core.errors import UsageError
-from gputop.core.renderdoc.captures import capture_info
+from gputop.core.renderdoc.capture_files import capture_info
 from gputop.core.serving.control_socket import ControlUnavailable, StreamReader, ask
 from gputop.core.snapshot import CaptureInfo, DeviceInfo, RunSnapshot
 from gputop.core.store.follow import SessionFollower, describe_command

@@ -3,7 +3,7 @@
 A profile pass gives times; `ir_count.py` gives each dispatch's FLOPs and bytes
 from its IR, and `name_work.py` from its name where the IR is not at hand
 (a `.vmfb` compiled elsewhere); `peaks.py` gives the device's ceilings, scaled to the clocks
-`watch/clocks.py` read during the pass. This joins the three by the dispatch's
+`watch/clock_watch.py` read during the pass. This joins the three by the dispatch's
 export name and fills each `KernelTiming`'s achieved rates, its share of each
 ceiling and which ceiling bounds it: a kernel whose FLOP per byte is above the
 ridge (peak FLOP/s over bandwidth) is compute bound, below it memory bound.

@@ -106,9 +106,7 @@ class FunctionParts:
 
         hidden = CallPart(seen=False, reason=LOW_LEVEL, count=0)
         arguments = (
-            CallPart(
-                _median_ms(self.arguments), share("arguments"), _median_int(self.argument_bytes), count=self.apart
-            )
+            CallPart(_median_ms(self.arguments), share("arguments"), _median_int(self.argument_bytes), count=self.apart)
             if apart
             else hidden
         )

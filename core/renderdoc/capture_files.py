@@ -445,7 +445,7 @@ class CaptureVerifier:
         # No parent-death signal here: it would follow the thread that starts the helper, which may end
         # first. The helper reads requests from its stdin, so it leaves when gputop goes (end of file).
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "gputop.core.renderdoc.captures", "--verifier"],
+            [sys.executable, "-m", "gputop.core.renderdoc.capture_files", "--verifier"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
