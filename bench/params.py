@@ -218,7 +218,7 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
         "fallback": runner.parameter_fallback,
     }
     if runner.parameter_stream is not None:
-        from gputop.core.snapshot import to_json
+        from gputop.core.records.base import to_json
 
         result["loader_s"] = round(runner.parameter_stream.seconds, 4)
         # The product's own figure (a report's parameters.gbps): the index and the loader, not the rest of

@@ -48,7 +48,7 @@ from gputop.core.profiling.ireeprof.tools import (
     timed_repetitions,
 )
 from gputop.core.profiling.overhead import PROFILE_LEVELS
-from gputop.core.snapshot import DeviceInfo
+from gputop.core.records.devices import DeviceInfo
 
 AGREE = 0.02  # the pass's own ratio and the bench's within this of each other
 FULL_RUN = "pass (all modes + marks)"

@@ -40,6 +40,12 @@ from gputop.core.profiling.work.dispatch_work import ModuleWork
 from gputop.core.profiling.work.efficiency import KernelEfficiency
 from gputop.core.profiling.work.ir_count import module_work
 from gputop.core.profiling.work.name_work import work_from_name
+from gputop.core.records.base import to_json
+from gputop.core.records.calls import CallStats
+from gputop.core.records.counters import CountersPass, KernelCounters
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import ProfileSummary
+from gputop.core.records.progress import Phases
 from gputop.core.run import RunConfig, Session
 from gputop.core.run.counters_pass import CountersRunner
 from gputop.core.run.flow import RunContext
@@ -47,16 +53,7 @@ from gputop.core.run.profiling import ProfilePasses
 from gputop.core.run.requests import Controls, why_no_counters
 from gputop.core.run.state import RunState
 from gputop.core.run.viewer_ops import answer
-from gputop.core.snapshot import (
-    CallStats,
-    CountersPass,
-    DeviceInfo,
-    KernelCounters,
-    Phases,
-    ProfileSummary,
-    RunSnapshot,
-    to_json,
-)
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.replay import snapshot_from_json, value_from_json
 from gputop.core.store.report import snapshot_report
 from gputop.core.store.writer import SessionWriter

@@ -19,8 +19,10 @@ from gputop.core.module.device_discovery import iree_devices
 from gputop.core.profiling.work.dispatch_work import DispatchWork
 from gputop.core.profiling.work.efficiency import rate_kernel, ridge_intensity
 from gputop.core.profiling.work.peaks import at_clock, compute_peak_tflops, cpu_peaks, gpu_peaks, peaks_for
+from gputop.core.records.clocks import ClockReading
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import KernelTiming
 from gputop.core.run.profiling import restarts_table
-from gputop.core.snapshot import ClockReading, DeviceInfo, KernelTiming
 from gputop.core.watch.clock_watch import (
     clock_warning,
     combine_passes,

@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from conftest import run_gputop, run_json
-from gputop.core.snapshot import GpuProcess, HostLoad, Neighbours
+from gputop.core.records.neighbours import GpuProcess, HostLoad, Neighbours
 from gputop.core.watch import nvml
 from gputop.core.watch.neighbour_watch import HostCounters, NeighbourWatch, host_load_limit, is_ours
 from gputop.core.wording import host_load_text, neighbours_lines, neighbours_text
@@ -158,7 +158,7 @@ def test_the_texts_and_the_warning_rules() -> None:
 
 
 def to_dict(value: object) -> dict[str, object]:
-    from gputop.core.snapshot import to_json
+    from gputop.core.records.base import to_json
 
     data = to_json(value)
     assert isinstance(data, dict)

@@ -26,7 +26,7 @@ from tui_pilot import wait_for
 from conftest import run_json
 from gputop.core.profiling.breakdown import CallRecords, Interval, build_breakdown, classify_call, fit_clock
 from gputop.core.profiling.ireeprof.tools import runtime_tool
-from gputop.core.snapshot import SEGMENT_KINDS
+from gputop.core.records.breakdown import SEGMENT_KINDS
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
 from gputop.tui.screens.timeline import TimelineScreen, TimelineView

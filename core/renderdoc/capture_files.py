@@ -33,7 +33,8 @@ from typing import IO, Any
 from gputop.core.errors import CaptureError, GputopError
 from gputop.core.files import require_file
 from gputop.core.processes import child_options, last_line, signal_name
-from gputop.core.snapshot import BoundBuffer, CaptureDispatch, CaptureInfo, CaptureReplay, to_json
+from gputop.core.records.base import to_json
+from gputop.core.records.captures import BoundBuffer, CaptureDispatch, CaptureInfo, CaptureReplay
 
 __all__ = [
     "CaptureVerifier",

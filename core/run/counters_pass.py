@@ -36,8 +36,10 @@ from gputop.core.profiling.ncu.ncu_command import (
     ncu_version,
     one_call_command,
 )
+from gputop.core.records.counters import CountersPass, KernelCounters
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import ProfileSummary
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import CountersPass, DeviceInfo, KernelCounters, ProfileSummary
 from gputop.core.units import seconds
 
 __all__ = ["CALLS", "CountersRunner"]

@@ -22,9 +22,9 @@ from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
 from gputop.core.onnx.onnx_import import DEBUGINFO_FLAG, OPSET, explain_compile_failure, import_onnx
 from gputop.core.onnx.onnx_model import F64_FLAG
 from gputop.core.profiling.work.source_ops import SourceOrigin
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.run.config import Target, TargetKind
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import DeviceInfo
 
 __all__ = ["PreparedModule", "prepare_module"]
 

@@ -40,9 +40,12 @@ from gputop.core.profiling.overhead import (
 from gputop.core.profiling.work.efficiency import KernelEfficiency
 from gputop.core.profiling.work.ir_count import module_work
 from gputop.core.profiling.work.source_ops import SourceOrigin, source_op_map
+from gputop.core.records.base import to_json
+from gputop.core.records.clocks import PassClocks
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import ProfileSummary, SourceOp
 from gputop.core.run.capture import timed
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary, SourceOp, to_json
 from gputop.core.watch.clock_watch import ClockWatch, combine_passes, gpu_clock_for, warm_up
 
 __all__ = ["KEEP_PASSES", "ProfilePasses", "restarts_table"]

@@ -18,7 +18,9 @@ from gputop.core.profiling.work.dispatch_work import DispatchWork, ModuleWork
 from gputop.core.profiling.work.name_work import work_from_name
 from gputop.core.profiling.work.peaks import at_clock, compute_peak_tflops, peaks_for
 from gputop.core.profiling.work.source_ops import SourceOpMap, layer_times, with_source_ops
-from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary, SourceOp
+from gputop.core.records.clocks import DevicePeaks, PassClocks
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import KernelTiming, ProfileSummary, SourceOp
 
 __all__ = ["KernelEfficiency", "rate_kernel", "ridge_intensity"]
 
