@@ -6,8 +6,8 @@ processes through a `sitecustomize` on PYTHONPATH; it wraps the public
 `iree.runtime` API in place and streams what it sees to gputop's engine
 process over a Unix socket (`agent_link`). There, each process becomes a
 session like any gputop run (`watched`, on the parts in `gputop.core.run.parts`),
-with its diagnoses (`diagnose`) and report keys (`report`); `host` starts the
-command (`launch`) and ends with it.
+with its diagnoses (`diagnose`), its output (`output`), stacks (`stacks`) and
+trace (`trace`); `program_host` starts the command (`launch`) and ends with it.
 """
 
 from __future__ import annotations
