@@ -1,7 +1,7 @@
 """Run import-linter on gputop as a wheel lays it out: `gputop/` holding `__init__.py`, `core/` and `tui/`.
 
 Why not `lint-imports` alone: the source tree maps three folders into one
-package (`gputop` is gputop/, `gputop.core` is core/, `gputop.tui`
+package (`gputop` is src/gputop, `gputop.core` is core/, `gputop.tui`
 is tui/, through setuptools' package-dir), and import-linter finds a
 package's modules by walking its one folder, where the editable install's
 `gputop` holds only `__init__.py`. This makes a throwaway folder of links in
@@ -27,15 +27,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gputop-lint-") as tree:
         package = Path(tree) / "gputop"
         package.mkdir()
-        (package / "__init__.py").symlink_to(ROOT / "gputop" / "__init__.py")
+        (package / "__init__.py").symlink_to(ROOT / "src" / "gputop" / "__init__.py")
         (package / "core").symlink_to(ROOT / "core", target_is_directory=True)
         (package / "tui").symlink_to(ROOT / "tui", target_is_directory=True)
         path = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": tree + (os.pathsep + path if path else "")}
-        # run from the throwaway folder: import-linter puts its working folder first on the path, where the
-        # repository's own gputop/ (only __init__.py) would hide gputop.core and gputop.tui
-        config = str(ROOT / "pyproject.toml")
-        return subprocess.run([str(lint), config, *sys.argv[1:]], cwd=tree, env=env, check=False).returncode
+        return subprocess.run([str(lint), *sys.argv[1:]], cwd=ROOT, env=env, check=False).returncode
 
 
 if __name__ == "__main__":
