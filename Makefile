@@ -27,8 +27,8 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 lint: setup
-	$(VENV)/bin/ruff check core tui tests bench scripts
-	$(VENV)/bin/ruff format --check core tui tests bench scripts
+	$(VENV)/bin/ruff check src core tui tests bench scripts
+	$(VENV)/bin/ruff format --check src core tui tests bench scripts
 	$(PY) scripts/lint_imports.py
 
 typecheck: setup

@@ -16,7 +16,7 @@ import statistics
 import time
 from pathlib import Path
 
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.module.inputs import make_inputs
 from gputop.core.runners.iree_runner import IreeModuleRun
 

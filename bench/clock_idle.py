@@ -28,10 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
+from gputop.core.records.base import to_json
+from gputop.core.records.profile import ProfileSummary
 from gputop.core.session import RunConfig, Session
-from gputop.core.snapshot import ProfileSummary, RunSnapshot, to_json
-from gputop.core.watch.clocks import gpu_clock_for
+from gputop.core.snapshot import RunSnapshot
+from gputop.core.watch.clock_watch import gpu_clock_for
 
 
 def wait_for(session: Session, done: Any, timeout: float, what: str) -> RunSnapshot:

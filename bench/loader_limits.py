@@ -329,7 +329,7 @@ def part_dirty(
 
 def part_twice(rt: Any, args: argparse.Namespace, row: Callable[..., None]) -> None:
     """The head module's context and first call twice in one process: what the first time costs beyond the next."""
-    from gputop.core.module.devices import resolve_device
+    from gputop.core.module.device_discovery import resolve_device
     from gputop.core.params.archive import read_archive
     from gputop.core.runners.iree_runner import IreeModuleRun
 

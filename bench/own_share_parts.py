@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/run_overhead.p
 
 from run_overhead import benchmark_tool_p50, gputop_p50
 
-from gputop.core.run.host import tune_interpreter_for_calls
+from gputop.core.run.run_host import tune_interpreter_for_calls
 from gputop.core.session import RunConfig
 
 # name: (sample interval, what Python's garbage collector does meanwhile)

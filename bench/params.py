@@ -9,7 +9,7 @@ index load + context creation + first call, and checks the call's output
 against the markers written into the archive (a wrong or partial load fails
 the check, so a fast path cannot be fast by skipping bytes):
 
-- streamed: gputop's loader (core/params/stream.py), the product's own code path;
+- streamed: gputop's loader (core/params/streamed_load.py), the product's own code path;
 - streamed_wc: the same loader staging through write-combined pinned memory (its first version);
 - streamed_pc: the same loader made to read with `preadv` through the page cache, warm or cold (its
   `read_path` forced to page-cache; plain `streamed` copies a warm file out of a mapping and reads a
@@ -133,9 +133,9 @@ def warm_cache(path: Path, threads: int = 8) -> float:
 def one_path(args: argparse.Namespace) -> dict[str, Any]:
     import iree.runtime as rt
 
-    from gputop.core.module.devices import resolve_device
+    from gputop.core.module.device_discovery import resolve_device
     from gputop.core.params.archive import expected_head, read_archive
-    from gputop.core.params.stream import StreamOptions
+    from gputop.core.params.streamed_load import StreamOptions
     from gputop.core.runners.iree_runner import IreeModuleRun
 
     info = resolve_device(args.device)
@@ -218,7 +218,7 @@ def one_path(args: argparse.Namespace) -> dict[str, Any]:
         "fallback": runner.parameter_fallback,
     }
     if runner.parameter_stream is not None:
-        from gputop.core.snapshot import to_json
+        from gputop.core.records.base import to_json
 
         result["loader_s"] = round(runner.parameter_stream.seconds, 4)
         # The product's own figure (a report's parameters.gbps): the index and the loader, not the rest of
@@ -281,7 +281,7 @@ def reference(args: argparse.Namespace) -> dict[str, Any]:
     """Host-to-device copies of the archive's byte count through the device API: the bus's figure."""
     import iree.runtime as rt
 
-    from gputop.core.module.devices import resolve_device
+    from gputop.core.module.device_discovery import resolve_device
     from gputop.core.runners.iree_runner import IreeModuleRun
 
     results: dict[str, Any] = {}
@@ -419,7 +419,7 @@ def build(args: argparse.Namespace, folder: Path) -> None:
         print(f"built {args.archive} ({size / 2**30:.2f} GiB, {len(specs)} tensors) in {took:.1f} s")
     if args.vmfb is None:
         from gputop.core.module.compile import compile_module
-        from gputop.core.module.devices import resolve_device
+        from gputop.core.module.device_discovery import resolve_device
 
         flags = resolve_device(args.device).compile_target or ()
         source = head_module_source(specs).encode()
@@ -454,7 +454,7 @@ def main() -> None:
         print(json.dumps(reference(args) if args.one == "reference" else one_path(args)), flush=True)
         os._exit(0)  # IREE's bindings may crash in their own teardown after a clean run
 
-    from gputop.core.module.devices import resolve_device
+    from gputop.core.module.device_discovery import resolve_device
     from gputop.core.params.archive import read_archive
     from gputop.core.runners.iree_runner import parameter_mode_for
     from gputop.tui.text import parameter_stages_line

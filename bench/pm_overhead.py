@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from gputop.core.run.host import tune_interpreter_for_calls
+from gputop.core.run.run_host import tune_interpreter_for_calls
 from gputop.core.session import RunConfig, Session
 from gputop.core.store.report import pm_sampling_json
 

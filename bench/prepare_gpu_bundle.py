@@ -27,7 +27,7 @@ from gputop.core.module.inputs import make_inputs
 from gputop.core.module.signature import parse_declaration
 from gputop.core.module.targets import CUDA_FLAGS, LOCAL_FLAGS, VULKAN_NVIDIA_FLAGS, device_names
 from gputop.core.multidevice.affinity import affinity_flags, analyse
-from gputop.core.snapshot import to_json
+from gputop.core.records.base import to_json
 from gputop.tui.text import affinity_table
 
 TARGETS = {"cuda": CUDA_FLAGS, "vulkan": VULKAN_NVIDIA_FLAGS}

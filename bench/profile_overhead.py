@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.profiling.ireeprof.call_marks import marks_environment, marks_library
 from gputop.core.profiling.ireeprof.tool_pass import CALL_PROFILING_MODES, profile_with_ireeprof
 from gputop.core.profiling.ireeprof.tools import (
@@ -48,7 +48,7 @@ from gputop.core.profiling.ireeprof.tools import (
     timed_repetitions,
 )
 from gputop.core.profiling.overhead import PROFILE_LEVELS
-from gputop.core.snapshot import DeviceInfo
+from gputop.core.records.devices import DeviceInfo
 
 AGREE = 0.02  # the pass's own ratio and the bench's within this of each other
 FULL_RUN = "pass (all modes + marks)"

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.profiling.ireeprof.tools import benchmark_call_ms, device_uri
-from gputop.core.run.host import tune_interpreter_for_calls
+from gputop.core.run.run_host import tune_interpreter_for_calls
 from gputop.core.session import RunConfig, Session
 
 

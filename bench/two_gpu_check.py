@@ -40,13 +40,13 @@ import numpy as np
 
 from gputop.core.errors import UsageError
 from gputop.core.module.check import compare_outputs
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.multidevice.affinity import FunctionAffinity
 from gputop.core.multidevice.transfer_check import match_copies
 from gputop.core.processes import first_line, last_line
 from gputop.core.profiling.ireeprof.queue_events import load_queue_log
 from gputop.core.profiling.ireeprof.tools import device_uri, profiled_calls_command, runtime_tool
-from gputop.core.snapshot import to_json
+from gputop.core.records.base import to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))

@@ -25,7 +25,7 @@ from collections import deque
 import numpy as np
 
 from gputop.core.call_modes import ClockReadings, find_modes, modes_with_clocks
-from gputop.core.snapshot import CALL_BUCKETS_MS, CallMode, CallStats
+from gputop.core.records.calls import CALL_BUCKETS_MS, CallMode, CallStats
 
 __all__ = [
     "CALL_MS_DECIMALS",

@@ -1,7 +1,7 @@
 """Run import-linter on gputop as a wheel lays it out: `gputop/` holding `__init__.py`, `core/` and `tui/`.
 
 Why not `lint-imports` alone: the source tree maps three folders into one
-package (`gputop` is core/program/top, `gputop.core` is core/, `gputop.tui`
+package (`gputop` is src/gputop, `gputop.core` is core/, `gputop.tui`
 is tui/, through setuptools' package-dir), and import-linter finds a
 package's modules by walking its one folder, where the editable install's
 `gputop` holds only `__init__.py`. This makes a throwaway folder of links in
@@ -27,7 +27,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gputop-lint-") as tree:
         package = Path(tree) / "gputop"
         package.mkdir()
-        (package / "__init__.py").symlink_to(ROOT / "core" / "program" / "top" / "__init__.py")
+        (package / "__init__.py").symlink_to(ROOT / "src" / "gputop" / "__init__.py")
         (package / "core").symlink_to(ROOT / "core", target_is_directory=True)
         (package / "tui").symlink_to(ROOT / "tui", target_is_directory=True)
         path = os.environ.get("PYTHONPATH")

@@ -26,7 +26,7 @@ import pytest
 # A user's own program's environment (without gputop) and its model: fixtures of the watched-program tests.
 from program_env import program_assets, program_python  # noqa: F401
 
-from gputop.core.module.devices import iree_devices, opencl_devices
+from gputop.core.module.device_discovery import iree_devices, opencl_devices
 
 if TYPE_CHECKING:
     from gputop.core.runners.iree_runner import IreeModuleRun

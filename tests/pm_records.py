@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from gputop.core.profiling.cupti.pm_sampler import DECODE_EVERY_S
+from gputop.core.records.base import to_json
 from gputop.core.run import RunConfig
 from gputop.core.run.state import RunState
-from gputop.core.snapshot import RunSnapshot, to_json
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.writer import SessionWriter
 
 DATA = Path(__file__).parent / "data" / "pm_sampling"

@@ -321,7 +321,7 @@ def test_the_profile_sees_only_the_path_a_call_takes(tmp_path: Path) -> None:
     import iree.runtime as rt
 
     from gputop.core.module.compile import compile_module
-    from gputop.core.module.devices import resolve_device
+    from gputop.core.module.device_discovery import resolve_device
     from gputop.core.multidevice.transfer_check import observe_transfers
 
     flags = affinity_flags(["local:0", "local:1"], [LOCAL_FLAGS, LOCAL_FLAGS])

@@ -22,15 +22,19 @@ import pytest
 
 from conftest import run_gputop, run_json
 from gputop.core.compare import compare_reports
-from gputop.core.module.devices import iree_devices
+from gputop.core.module.device_discovery import iree_devices
+from gputop.core.records.base import to_json
+from gputop.core.records.calls import CallStats
 from gputop.core.records.clocks import ClockReading
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.progress import Phases
 from gputop.core.run.state.clocks import ClocksState
 from gputop.core.serving.metrics import SnapshotCollector
-from gputop.core.snapshot import CallStats, DeviceInfo, Phases, RunSnapshot, to_json
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.replay import read_snapshots
 from gputop.core.store.report import snapshot_report
 from gputop.core.watch.call_clocks import ClockSample, summarize_samples
-from gputop.core.watch.clocks import THROTTLE_REASONS, gpu_clock_for
+from gputop.core.watch.clock_watch import THROTTLE_REASONS, gpu_clock_for
 from gputop.core.watch.nvml import nvml_unavailable_reason
 from gputop.core.wording import call_clocks_lines
 from gputop.tui.panes.run import clock_line

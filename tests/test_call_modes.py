@@ -26,8 +26,11 @@ from conftest import run_gputop
 from gputop.core.call_modes import find_modes, modes_text, modes_with_clocks
 from gputop.core.compare import compare_reports, comparison_text
 from gputop.core.profiling.breakdown import breakdown_groups_text
-from gputop.core.records.calls import CALL_BUCKETS_MS
-from gputop.core.snapshot import CallStats, DeviceInfo, Phases, RunSnapshot, to_json
+from gputop.core.records.base import to_json
+from gputop.core.records.calls import CALL_BUCKETS_MS, CallStats
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.progress import Phases
+from gputop.core.snapshot import RunSnapshot
 from gputop.tui.panes.run import modes_line
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "h200-2026-11-27-clocks"

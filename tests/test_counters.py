@@ -24,7 +24,8 @@ from conftest import run_gputop, run_json
 from gputop.core.module.compile import compile_module
 from gputop.core.module.demos import DEMOS
 from gputop.core.module.targets import LOCAL_FLAGS
-from gputop.core.profiling.ncu.command import (
+from gputop.core.profiling.ncu.kernel_counters import counter_value, read_counters, summary_from_counters, with_counters
+from gputop.core.profiling.ncu.ncu_command import (
     METRICS,
     NCU_ENV,
     PERMISSION,
@@ -35,11 +36,16 @@ from gputop.core.profiling.ncu.command import (
     one_call_command,
     parse_version,
 )
-from gputop.core.profiling.ncu.kernel_counters import counter_value, read_counters, summary_from_counters, with_counters
 from gputop.core.profiling.work.dispatch_work import ModuleWork
 from gputop.core.profiling.work.efficiency import KernelEfficiency
 from gputop.core.profiling.work.ir_count import module_work
 from gputop.core.profiling.work.name_work import work_from_name
+from gputop.core.records.base import to_json
+from gputop.core.records.calls import CallStats
+from gputop.core.records.counters import CountersPass, KernelCounters
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import ProfileSummary
+from gputop.core.records.progress import Phases
 from gputop.core.run import RunConfig, Session
 from gputop.core.run.counters_pass import CountersRunner
 from gputop.core.run.flow import RunContext
@@ -47,16 +53,7 @@ from gputop.core.run.profiling import ProfilePasses
 from gputop.core.run.requests import Controls, why_no_counters
 from gputop.core.run.state import RunState
 from gputop.core.run.viewer_ops import answer
-from gputop.core.snapshot import (
-    CallStats,
-    CountersPass,
-    DeviceInfo,
-    KernelCounters,
-    Phases,
-    ProfileSummary,
-    RunSnapshot,
-    to_json,
-)
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.replay import snapshot_from_json, value_from_json
 from gputop.core.store.report import snapshot_report
 from gputop.core.store.writer import SessionWriter

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import assert_one_line_error, run_gputop
 from gputop.core.errors import DeviceUnavailableError, UsageError
-from gputop.core.module.devices import best_device, list_devices, resolve_device
+from gputop.core.module.device_discovery import best_device, list_devices, resolve_device
 
 
 def test_listing_has_every_source() -> None:

@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 
 from conftest import run_json
-from gputop.core.module.devices import iree_devices
+from gputop.core.module.device_discovery import iree_devices
 from gputop.core.profiling.work.dispatch_work import DispatchWork
 from gputop.core.profiling.work.efficiency import rate_kernel, ridge_intensity
 from gputop.core.profiling.work.peaks import at_clock, compute_peak_tflops, cpu_peaks, gpu_peaks, peaks_for
+from gputop.core.records.clocks import ClockReading
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import KernelTiming
 from gputop.core.run.profiling import restarts_table
-from gputop.core.snapshot import ClockReading, DeviceInfo, KernelTiming
-from gputop.core.watch.clocks import (
+from gputop.core.watch.clock_watch import (
     clock_warning,
     combine_passes,
     gpu_clock_for,

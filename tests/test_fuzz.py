@@ -23,7 +23,7 @@ from gputop.core.errors import GputopError
 from gputop.core.module.diagnostics import parse_diagnostics
 from gputop.core.module.inputs import parse_input
 from gputop.core.profiling.ireeprof.ireeperf import parse_ireeperf
-from gputop.core.renderdoc.captures import _summarize_xml
+from gputop.core.renderdoc.capture_files import _summarize_xml
 from gputop.core.runners.opencl_spec import load_spec, spec_from_dict
 from gputop.core.store.replay import snapshot_from_json
 

@@ -34,7 +34,7 @@ from gputop.core.profiling.work.efficiency import rate_kernel
 from gputop.core.profiling.work.ir_count import module_work
 from gputop.core.profiling.work.name_work import dispatch_summary, work_from_name
 from gputop.core.profiling.work.peaks import gpu_peaks
-from gputop.core.snapshot import KernelTiming
+from gputop.core.records.profile import KernelTiming
 from gputop.core.wording import limits_line
 from gputop.tui.text import run_report
 

@@ -21,9 +21,9 @@ import psutil
 import pytest
 
 from conftest import run_gputop, run_json
-from gputop.core.snapshot import GpuProcess, HostLoad, Neighbours
+from gputop.core.records.neighbours import GpuProcess, HostLoad, Neighbours
 from gputop.core.watch import nvml
-from gputop.core.watch.neighbours import HostCounters, NeighbourWatch, host_load_limit, is_ours
+from gputop.core.watch.neighbour_watch import HostCounters, NeighbourWatch, host_load_limit, is_ours
 from gputop.core.wording import host_load_text, neighbours_lines, neighbours_text
 
 BUSY_LOOP = "import time\nwhile True:\n    pass\n"
@@ -128,7 +128,7 @@ def neighbours_of(processes: tuple[GpuProcess, ...], others: int, host: HostLoad
 
 def test_the_texts_and_the_warning_rules() -> None:
     """Formatting and flagging on real values: busy others flag, idle ones are listed but do not, our own never."""
-    from gputop.core.watch.neighbours import _with_warning
+    from gputop.core.watch.neighbour_watch import _with_warning
 
     ours = GpuProcess(100, "gputop", 512 * 2**20, 60, 20, "compute", True)
     idle = GpuProcess(200, "python", 20 * 2**30, 0, 0, "compute", False)
@@ -158,7 +158,7 @@ def test_the_texts_and_the_warning_rules() -> None:
 
 
 def to_dict(value: object) -> dict[str, object]:
-    from gputop.core.snapshot import to_json
+    from gputop.core.records.base import to_json
 
     data = to_json(value)
     assert isinstance(data, dict)

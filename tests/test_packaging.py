@@ -23,7 +23,7 @@ def test_the_wheel_builds_without_setuptools_warnings_and_holds_the_demos(tmp_pa
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for folder in ("core", "tui"):
+    for folder in ("src", "core", "tui"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path / "dist"), str(source)],
@@ -47,6 +47,8 @@ def test_the_wheel_builds_without_setuptools_warnings_and_holds_the_demos(tmp_pa
     for demo in ("mlp.mlir", "conv.mlir", "opencl_chain.toml", "opencl_chain.cl"):
         assert f"gputop/core/demos/{demo}" in names, sorted(n for n in names if "demos" in n)
     assert "gputop/core/profiling/ireeprof/call_marks.c" in names
+    # the package's top, from src/gputop: `import gputop; gputop.watch()`
+    assert "gputop/__init__.py" in names
     # the watcher a watched program gets on its PYTHONPATH: sitecustomize.py and the gputop_agent package beside it
     for watcher in ("sitecustomize.py", "gputop_agent/__init__.py", "gputop_agent/agent.py"):
         assert f"gputop/core/program/inject/{watcher}" in names

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import device_bytes
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.params.archive import (
     TensorSpec,
     expected_head,
@@ -28,7 +28,7 @@ from gputop.core.params.archive import (
     read_archive,
     write_irpa,
 )
-from gputop.core.params.stream import ParameterStream, StreamOptions
+from gputop.core.params.streamed_load import ParameterStream, StreamOptions
 from gputop.core.runners.iree_runner import IreeModuleRun
 
 MiB = 2**20

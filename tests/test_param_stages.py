@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import device_bytes, run_gputop
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.params.archive import (
     TensorSpec,
     evict_from_page_cache,
@@ -30,9 +30,9 @@ from gputop.core.params.archive import (
 )
 from gputop.core.params.page_cache import resident_share
 from gputop.core.params.reads import ALIGNMENT, SLOT_PADDING, open_archive_file
-from gputop.core.params.stream import ParameterStream, StreamOptions
+from gputop.core.params.streamed_load import ParameterStream, StreamOptions
+from gputop.core.records.parameters import ParameterStages
 from gputop.core.runners.iree_runner import IreeModuleRun
-from gputop.core.snapshot import ParameterStages
 
 MiB = 2**20
 # Odd element counts: every tensor after the first starts off a 4 KiB block and ends off one, so direct

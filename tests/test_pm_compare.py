@@ -19,7 +19,7 @@ from pm_records import fed_state, pm_of
 from conftest import run_gputop, run_json
 from gputop.core.compare import compare_reports, comparison_text
 from gputop.core.compare.conditions import Condition
-from gputop.core.compare.pm import pm_clock_mhz, short_reason
+from gputop.core.compare.pm_condition import pm_clock_mhz, short_reason
 from gputop.core.compare.verdict import Comparison
 from gputop.core.profiling.cupti.pm_sampler import PERMISSION
 from gputop.core.store.report import pm_sampling_json

@@ -26,9 +26,9 @@ from pm_records import DECODE_S, fed_state, load, pm_of
 
 from conftest import assert_one_line_error, run_gputop, run_json
 from gputop.core.profiling.cupti.pm_sampler import LIBRARIES, library_folder
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.run.parts import pm_refusal_for
 from gputop.core.run.state.pm import BIN_S, NEWEST_S, STRIP_S, window_means
-from gputop.core.snapshot import DeviceInfo
 from gputop.core.store.report import pm_sampling_json
 from gputop.core.watch.pm_watch import PmWatch
 

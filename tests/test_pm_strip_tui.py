@@ -21,7 +21,9 @@ import pytest
 from pm_records import fed_state, pm_of
 from tui_pilot import calls, live_app, screen_lines, wait_for
 
-from gputop.core.snapshot import DeviceInfo, PmSampling, RunSnapshot
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.pm import PmSampling
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.replay import read_snapshots
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource

@@ -175,7 +175,7 @@ def test_a_replay_past_its_deadline_is_killed_and_the_structure_kept(vulkan_devi
 
 def test_the_verifier_process_reads_for_a_run() -> None:
     module_or_skip()
-    from gputop.core.renderdoc.captures import CaptureVerifier
+    from gputop.core.renderdoc.capture_files import CaptureVerifier
 
     verifier = CaptureVerifier()
     try:

@@ -17,8 +17,8 @@ import pytest
 
 from conftest import assert_one_line_error, run_gputop
 from gputop.core.errors import UsageError
+from gputop.core.records.base import to_json
 from gputop.core.run import RunConfig, Target, TargetKind
-from gputop.core.snapshot import to_json
 from gputop.core.store.reader import read_report
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import EngineBridge

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import poll
 from gputop.core.run import RunConfig, Session
-from gputop.core.run.host import RunHost
+from gputop.core.run.run_host import RunHost
 from gputop.core.serving.control_socket import CONTROL_SOCKET, ControlServer, SnapshotStream, StreamReader, ask
 
 

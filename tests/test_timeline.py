@@ -26,7 +26,7 @@ from tui_pilot import wait_for
 from conftest import run_json
 from gputop.core.profiling.breakdown import CallRecords, Interval, build_breakdown, classify_call, fit_clock
 from gputop.core.profiling.ireeprof.tools import runtime_tool
-from gputop.core.snapshot import SEGMENT_KINDS
+from gputop.core.records.breakdown import SEGMENT_KINDS
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
 from gputop.tui.screens.timeline import TimelineScreen, TimelineView
@@ -320,7 +320,7 @@ def test_the_calls_window_is_on_this_processs_monotonic_clock(tmp_path: Path) ->
     Checked against this process's own stamps around the tool, and Google Benchmark's own wall times."""
     import time
 
-    from gputop.core.module.devices import resolve_device
+    from gputop.core.module.device_discovery import resolve_device
     from gputop.core.profiling.ireeprof.tool_pass import profile_with_ireeprof
     from gputop.core.profiling.ireeprof.tools import benchmark_call_ms
 

@@ -302,7 +302,7 @@ async def test_every_window_hides_the_panes_beneath() -> None:
     """Help, Timeline, roofline, device chooser and a capture's dispatch list: around each window's border
     nothing of the panes beneath shows (the modal screens let them through, dimmed, and at 80x24 the panes'
     borders and numbers read as part of the window)."""
-    from gputop.core.module.devices import iree_devices
+    from gputop.core.module.device_discovery import iree_devices
     from gputop.tui.bridge import CaptureInfo
     from gputop.tui.screens import CaptureScreen, DeviceScreen, Window
 

@@ -362,7 +362,7 @@ def test_work_read_from_names_is_marked_and_unknown_work_says_why() -> None:
 def test_the_call_breakdown_line_never_reads_minus_zero() -> None:
     """`unaccounted -0.000 ms` was rounding noise (parts summed in floating point), printed with its sign."""
     from gputop.core.profiling.breakdown import breakdown_line
-    from gputop.core.snapshot import BreakdownTotals, CallBreakdown
+    from gputop.core.records.breakdown import BreakdownTotals, CallBreakdown
 
     totals = BreakdownTotals(host_ms=0.03, device_busy_ms=25.057, unaccounted_ms=-0.0000004)
     line = breakdown_line(CallBreakdown(1, 25.087, 25.0, totals, (), "ireeprof", "exact"))

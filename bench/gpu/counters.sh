@@ -34,7 +34,7 @@ counted() {  # NAME LIMIT_S ARGS...: one profiled and counted run, NAME.json and
 }
 
 log "start; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-log "ncu: $(python3 -c 'from gputop.core.profiling.ncu.command import find_ncu, ncu_version as v; p, why = find_ncu(); print(p, v(p)) if p else print(why)')"
+log "ncu: $(python3 -c 'from gputop.core.profiling.ncu.ncu_command import find_ncu, ncu_version as v; p, why = find_ncu(); print(p, v(p)) if p else print(why)')"
 
 # 1. Profiled and counted: the perturb modules (no sources beside them: the estimate is read from the names).
 # shellcheck disable=SC2046

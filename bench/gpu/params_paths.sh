@@ -58,7 +58,7 @@ command -v nvidia-smi > /dev/null &&
 timeout 60 "$PY" - > "$RES/limits.json" 2>> "$RES/errors.txt" << 'EOF'
 import json, psutil
 from gputop.core.watch import nvml
-from gputop.core.snapshot import to_json
+from gputop.core.records.base import to_json
 out = {"host_available_bytes": psutil.virtual_memory().available}
 try:
     from gputop.core.module.vulkan_limits import vulkan_limits

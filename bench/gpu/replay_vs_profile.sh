@@ -49,7 +49,7 @@ sed "s#\"library_path\": *\"[^\"]*\"#\"library_path\": \"$GPUTOP_RENDERDOC_LIB\"
   "$R/usr/share/vulkan/implicit_layer.d/renderdoc_capture.json" > "$R/xdg/vulkan/implicit_layer.d/renderdoc_capture.json"
 export XDG_DATA_HOME=$R/xdg
 say "unpacked: $(du -sh "$R" | cut -f1) in $R; layer json: $(grep -o '"library_path": *"[^"]*"' "$XDG_DATA_HOME/vulkan/implicit_layer.d/renderdoc_capture.json")"
-READER=$("$PY" -c "import gputop.core.renderdoc.captures as c; print(c.READER)")
+READER=$("$PY" -c "import gputop.core.renderdoc.capture_files as c; print(c.READER)")
 for python in "$R/usr/bin/python3.11" "$(command -v "$PY")"; do
   out=$(timeout 60 "$python" -I "$READER" --probe "--module-dir=$R/usr/lib/python3/dist-packages" 2>&1 | tail -c 400)
   say "module probe with $python: $out"

@@ -11,9 +11,9 @@ ldconfig
 [ -d /tmp/site/iree/_runtime_libs ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl $(ls .whl-cuda/*.whl .whl-test/*.whl 2>/dev/null) \
   || { echo "gpu setup: wheels did not install"; return 1 2>/dev/null || exit 1; }
 # gputop itself over this checkout, laid out as its wheel is (no build step there): gputop/__init__.py
-# (gputop.watch(), core/program/top), gputop.core and gputop.tui.
+# (gputop.watch(), src/gputop), gputop.core and gputop.tui.
 mkdir -p /tmp/site/gputop
-ln -sfn "$PWD/core/program/top/__init__.py" /tmp/site/gputop/__init__.py
+ln -sfn "$PWD/src/gputop/__init__.py" /tmp/site/gputop/__init__.py
 ln -sfn "$PWD/core" /tmp/site/gputop/core
 ln -sfn "$PWD/tui" /tmp/site/gputop/tui
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}

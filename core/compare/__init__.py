@@ -8,7 +8,7 @@ plain rows; `conditions.py` sets the runs' conditions side by side;
 interval, the noise floor); `pairing.py` pairs and tests the kernels;
 `verdict.py` builds the comparison and its verdict; `ci_gate.py` judges it
 against `--fail-above`; `text.py` says it in lines a person reads. `live.py`
-is the TUI's baseline, `modes.py` and `pm.py` the call groups' and PM
+is the TUI's baseline, `modes.py` and `pm_condition.py` the call groups' and PM
 sampling's parts.
 It is a building block: it reads report dictionaries, never a live run or
 the session store.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gputop.core.compare.pm import pm_clock_mhz, pm_sampled, pm_sampling_text
+from gputop.core.compare.pm_condition import pm_clock_mhz, pm_sampled, pm_sampling_text
 from gputop.core.compare.reading import cell_text, report_value
 from gputop.core.wording import neighbours_text
 
@@ -87,8 +87,8 @@ def _call_clock_conditions(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[
 def _pm_sampling_conditions(
     a: Mapping[str, Any], b: Mapping[str, Any], clocks_warned: bool
 ) -> tuple[Condition | None, list[str]]:
-    """The GPU's own counters over each side's calls (`pm_sampling`, `compare/pm.py`), where a side sampled them,
-    and a warning where the SM clocks they saw are more than 5% apart (unless NVML's clocks said so already)."""
+    """The GPU's own counters over each side's calls (`pm_sampling`, `compare/pm_condition.py`), where a side sampled
+    them, and a warning where the SM clocks they saw are more than 5% apart (unless NVML's clocks said so already)."""
     pa, pb = a.get("pm_sampling"), b.get("pm_sampling")
     if not (pm_sampled(pa) or pm_sampled(pb)):
         return None, []  # neither side sampled (CPU runs, older reports): nothing to set side by side

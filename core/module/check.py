@@ -24,7 +24,7 @@ import numpy as np
 
 from gputop.core.errors import UsageError
 from gputop.core.files import require_file
-from gputop.core.snapshot import Mismatch, OutputCheck, Tolerance
+from gputop.core.records.checks import Mismatch, OutputCheck, Tolerance
 
 __all__ = [
     "FIRST_MISMATCHES",

@@ -39,7 +39,7 @@ from gputop.core.module.diagnostics import TRAILING_LOC, looks_like_crash, parse
 from gputop.core.module.targets import KnownBadTarget, known_bad_target
 from gputop.core.paths import cache_dir
 from gputop.core.processes import pid_alive, run_logged
-from gputop.core.snapshot import Diagnostic
+from gputop.core.records.compile import Diagnostic
 
 __all__ = [
     "DEBUGINFO_FLAG",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from gputop.core.snapshot import Diagnostic
+from gputop.core.records.compile import Diagnostic
 
 __all__ = ["TRAILING_LOC", "looks_like_crash", "parse_diagnostics"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gputop.core.snapshot import TensorSummary
+from gputop.core.records.checks import TensorSummary
 
 __all__ = ["summarize"]
 

@@ -30,7 +30,8 @@ from gputop.core.module.targets import device_names
 from gputop.core.multidevice.sizes import SizeExpr
 from gputop.core.multidevice.stream_dataflow import FunctionFlow, PlannedCopy, device_of, function_flows
 from gputop.core.processes import child_options
-from gputop.core.snapshot import ExportAffinity, Transfer, to_json
+from gputop.core.records.affinity import ExportAffinity, Transfer
+from gputop.core.records.base import to_json
 
 __all__ = [
     "PINNED_EXPORTS",

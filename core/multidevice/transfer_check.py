@@ -36,7 +36,7 @@ from gputop.core.multidevice.affinity import AffinityAnalysis, FunctionAffinity
 from gputop.core.processes import last_line, run_logged
 from gputop.core.profiling.ireeprof.queue_events import Copy, load_queue_log
 from gputop.core.profiling.ireeprof.tools import PROFILING_MODES, profiled_calls_command, runtime_tool
-from gputop.core.snapshot import DeviceInfo
+from gputop.core.records.devices import DeviceInfo
 
 __all__ = [
     "Observation",

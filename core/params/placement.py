@@ -21,7 +21,7 @@ import psutil
 
 from gputop.core.errors import ParameterPlacementError
 from gputop.core.params.archive import ParameterEntry
-from gputop.core.snapshot import DeviceInfo
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.units import human_bytes
 from gputop.core.watch import nvml
 

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gputop.core.params.reads import ReadHow
-from gputop.core.snapshot import ParameterStages
+from gputop.core.records.parameters import ParameterStages
 
 __all__ = ["LoaderTally", "ReaderTally", "StageClock"]
 

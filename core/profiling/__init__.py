@@ -14,7 +14,7 @@ Shared by the sources, at this level: `dispatches.py` (a dispatch event, the Ker
 summary and the Chrome trace), `breakdown.py` (where a call's time goes, from any source's records)
 and `overhead.py` (what a pass costs the calls it measures). These turn device timestamps, CUPTI
 activity and ncu's reports into frozen values; none of them drives a run or starts a thread. The
-GPU's clocks around a pass are read by `gputop.core.watch.clocks`.
+GPU's clocks around a pass are read by `gputop.core.watch.clock_watch`.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gputop.core.call_modes import assign_groups, find_modes
-from gputop.core.snapshot import SEGMENT_KINDS, BreakdownGroup, BreakdownTotals, CallBreakdown, CallSegment
+from gputop.core.records.breakdown import SEGMENT_KINDS, BreakdownGroup, BreakdownTotals, CallBreakdown, CallSegment
 from gputop.core.units import ms, ms_fixed
 
 __all__ = [

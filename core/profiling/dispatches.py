@@ -23,7 +23,7 @@ import numpy as np
 from gputop.core.errors import ProfileError
 from gputop.core.profiling.breakdown import CallRecords, call_trace
 from gputop.core.profiling.work.source_ops import display_name
-from gputop.core.snapshot import KernelTiming, PoolUsage, ProfileSummary, SourceOp
+from gputop.core.records.profile import KernelTiming, PoolUsage, ProfileSummary, SourceOp
 
 __all__ = [
     "DispatchEvent",

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from gputop.core.snapshot import ProfileOverhead
+from gputop.core.records.profile import ProfileOverhead
 
 __all__ = [
     "CUPTI_KERNEL_RECORD_US",

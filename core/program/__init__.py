@@ -6,14 +6,14 @@ processes through a `sitecustomize` on PYTHONPATH; it wraps the public
 `iree.runtime` API in place and streams what it sees to gputop's engine
 process over a Unix socket (`agent_link`). There, each process becomes a
 session like any gputop run (`watched`, on the parts in `gputop.core.run.parts`),
-with its diagnoses (`diagnose`) and report keys (`report`); `host` starts the
-command (`launch`) and ends with it.
+with its diagnoses (`diagnose`), its output (`output`), stacks (`stacks`) and
+trace (`trace`); `program_host` starts the command (`launch`) and ends with it.
 """
 
 from __future__ import annotations
 
-from gputop.core.program.host import ProgramHost, program_label
 from gputop.core.program.launch import INJECT_DIR, SOCKET_ENV, WATCH_PATH_DIR, ProgramNotStarted, find_command
+from gputop.core.program.program_host import ProgramHost, program_label
 
 __all__ = [
     "INJECT_DIR",

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from gputop.core.paths import new_session_dir
-from gputop.core.program.host import program_label
 from gputop.core.program.launch import INJECT_DIR, SOCKET_ENV
+from gputop.core.program.program_host import program_label
 
 __all__ = ["watch"]
 

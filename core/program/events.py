@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.records.program import ProgramLoad
-from gputop.core.snapshot import DeviceInfo
 from gputop.core.units import human_bytes, seconds
 from gputop.core.watch import nvml
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gputop.core.snapshot import DeviceInfo, MemorySample, PoolStats
-from gputop.core.watch.memory import MemorySampler
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.memory import MemorySample, PoolStats
+from gputop.core.watch.memory_sampler import MemorySampler
 
 __all__ = ["ProgramMemory", "pools_from"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.profiling.dispatches import DispatchEvent, summarize_events
-from gputop.core.snapshot import ProfileSummary
+from gputop.core.records.profile import ProfileSummary
 
 __all__ = ["PROFILE_CALLS", "PROFILE_WARMUP_CALLS", "cupti_paths", "profile_from_event", "why_not"]
 

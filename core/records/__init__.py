@@ -16,7 +16,7 @@ that makes memory samples imports `records.memory`, not every record there is:
 - `pm`: the GPU's own counters sampled while the run goes (CUPTI PM sampling).
 
 `gputop.core.snapshot` holds the two values that gather them all
-(`RunSnapshot`, `RunSummary`) and re-exports every record by name. The
+(`RunSnapshot`, `RunSummary`); a record is imported from its module here. The
 records import nothing of gputop's but each other (`base` first; no cycles).
 """
 

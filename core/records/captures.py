@@ -1,6 +1,6 @@
 """RenderDoc captures: the frame's dispatches, their bound buffers, and a replay's GPU times.
 
-`renderdoc.captures` verifies a capture in another process and reads it into
+`renderdoc.capture_files` verifies a capture in another process and reads it into
 these; the Captures pane and `gputop capture-info` show them.
 """
 

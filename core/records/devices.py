@@ -1,6 +1,6 @@
 """The devices a run can use or watch.
 
-`DeviceInfo` is what device discovery (`module.devices`) finds and what every
+`DeviceInfo` is what device discovery (`module.device_discovery`) finds and what every
 runner, profiler and loader is handed: its own module because almost every
 other part of the engine needs it and nothing else of the records.
 """

@@ -7,7 +7,7 @@ gputop calls the in-application API itself: `StartFrameCapture(NULL, NULL)` and
 before the process creates its first Vulkan instance (loading it enables its
 Vulkan layer), and under RenderDoc some devices fall below IREE's Vulkan 1.3
 baseline (lavapipe), which a child-process probe detects before the run
-commits to it. Captures are read in other processes, by `captures.py`.
+commits to it. Captures are read in other processes, by `capture_files.py`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A live run: the only code that changes a run's state.
 
-`Session` (in `call_loop`) owns one run that gputop's own call loop makes, on
+`Session` (in `run/session.py`) owns one run that gputop's own call loop makes, on
 its thread; `RunConfig` (in `config`) says what to run; `parts` composes what
 every run is made of (folder, record, state, control channel, neighbour
 watch), for the call loop here and for a watched program (`gputop.core.program`).
@@ -12,7 +12,7 @@ Everything here may use the building blocks and the store; they never use it.
 
 from __future__ import annotations
 
-from gputop.core.run.call_loop import Session
 from gputop.core.run.config import RunConfig, Target, TargetKind
+from gputop.core.run.session import Session
 
 __all__ = ["RunConfig", "Session", "Target", "TargetKind"]

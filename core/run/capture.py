@@ -15,8 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from gputop.core.errors import DeviceUnavailableError, GputopError
-from gputop.core.module.devices import vulkan_driver_created
-from gputop.core.renderdoc.captures import CaptureVerifier
+from gputop.core.module.device_discovery import vulkan_driver_created
+from gputop.core.renderdoc.capture_files import CaptureVerifier
 from gputop.core.renderdoc.in_app import RenderDoc, load_renderdoc, probe_vulkan
 from gputop.core.run.flow import RunContext
 

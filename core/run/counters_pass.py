@@ -4,7 +4,7 @@ The profile pass times the live module's own calls; hardware counters cannot
 be had that way, because ncu replays each kernel many times over and owns the
 process it profiles. So a counters pass hands the run's `.vmfb`, function and
 inputs (the same `.npy` files the profile pass gives IREE's benchmark tool) to
-`iree-run-module` under `ncu` (`core/profiling/ncu/command.py`), in a process of its
+`iree-run-module` under `ncu` (`core/profiling/ncu/ncu_command.py`), in a process of its
 own, on a thread of its own: the run's call loop only starts it and goes on
 calling. Its result is a `CountersPass` in the run's state, joined to the
 Kernels table by kernel name; a run with no profile yet gets the counters'
@@ -26,7 +26,8 @@ from pathlib import Path
 from gputop.core.errors import GputopError, Interrupted, ProfileError
 from gputop.core.processes import child_options, run_logged
 from gputop.core.profiling.dispatches import pass_stem
-from gputop.core.profiling.ncu.command import (
+from gputop.core.profiling.ncu.kernel_counters import read_counters, summary_from_counters
+from gputop.core.profiling.ncu.ncu_command import (
     PERMISSION,
     counters_command,
     find_ncu,
@@ -35,9 +36,10 @@ from gputop.core.profiling.ncu.command import (
     ncu_version,
     one_call_command,
 )
-from gputop.core.profiling.ncu.kernel_counters import read_counters, summary_from_counters
+from gputop.core.records.counters import CountersPass, KernelCounters
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import ProfileSummary
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import CountersPass, DeviceInfo, KernelCounters, ProfileSummary
 from gputop.core.units import seconds
 
 __all__ = ["CALLS", "CountersRunner"]

@@ -20,7 +20,7 @@ from typing import Protocol
 from gputop.core.run.config import RunConfig
 from gputop.core.run.requests import Controls, FlowKind
 from gputop.core.run.state import RunState
-from gputop.core.watch.memory import MemorySampler
+from gputop.core.watch.memory_sampler import MemorySampler
 
 __all__ = ["Flow", "RunContext", "Uncapturable", "Uncountable", "end_sampling", "timed_teardown"]
 

@@ -23,6 +23,8 @@ from gputop.core.module.inputs import make_inputs, tool_input_args
 from gputop.core.module.signature import FunctionSignature
 from gputop.core.onnx.onnx_import import graph_signature, imported_interface, interface_changed, random_ops_in
 from gputop.core.params.placement import check_placement, device_room
+from gputop.core.records.checks import OutputCheck
+from gputop.core.records.memory import ModuleBytes
 from gputop.core.run.capture import RenderDocHook, timed
 from gputop.core.run.config import TargetKind
 from gputop.core.run.counters_pass import CountersRunner
@@ -31,9 +33,8 @@ from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.profiling import ProfilePasses
 from gputop.core.run.transfers import observe_exports
 from gputop.core.runners.iree_runner import IreeModuleRun, parameter_mode_for
-from gputop.core.snapshot import ModuleBytes, OutputCheck
 from gputop.core.units import fixed, gbps, human_bytes
-from gputop.core.watch.memory import MemorySampler
+from gputop.core.watch.memory_sampler import MemorySampler
 
 __all__ = ["IreeFlow", "check_outputs", "save_inputs"]
 

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import replace
 
 from gputop.core.module.check import compare_outputs
-from gputop.core.module.devices import resolve_opencl_device
+from gputop.core.module.device_discovery import resolve_opencl_device
 from gputop.core.profiling.breakdown import build_breakdown
 from gputop.core.profiling.dispatches import summarize_events
 from gputop.core.run.config import TargetKind
@@ -23,7 +23,7 @@ from gputop.core.run.flow import RunContext, Uncapturable, Uncountable, end_samp
 from gputop.core.run.state import PUBLISH_INTERVAL_S
 from gputop.core.runners.opencl_runner import OpenCLCall, OpenCLRun
 from gputop.core.runners.opencl_spec import expected_output, load_spec
-from gputop.core.watch.memory import MemorySampler
+from gputop.core.watch.memory_sampler import MemorySampler
 
 __all__ = ["OpenCLFlow"]
 

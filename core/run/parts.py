@@ -31,15 +31,16 @@ from typing import Any
 
 from gputop.core.errors import UnwritableFolder
 from gputop.core.paths import new_session_dir, note_session_dir
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.run.state import RunState
 from gputop.core.run.viewer_ops import OwnerOps, Remote, answer
 from gputop.core.serving.control_socket import ControlServer
-from gputop.core.snapshot import DeviceInfo, RunSnapshot
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.report import build_report
 from gputop.core.store.writer import SessionWriter
 from gputop.core.watch.call_clocks import CallClockWatch
-from gputop.core.watch.clocks import gpu_clock_for
-from gputop.core.watch.neighbours import NeighbourWatch, watch_roots
+from gputop.core.watch.clock_watch import gpu_clock_for
+from gputop.core.watch.neighbour_watch import NeighbourWatch, watch_roots
 from gputop.core.watch.pm_watch import PmWatch
 
 __all__ = ["PM_START_WAIT_S", "RunParts", "pm_refusal_for"]

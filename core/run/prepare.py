@@ -15,16 +15,16 @@ from pathlib import Path
 from gputop.core.errors import CompileError, DeviceUnavailableError, GputopError
 from gputop.core.module import demos
 from gputop.core.module.compile import compile_module
-from gputop.core.module.devices import resolve_device
+from gputop.core.module.device_discovery import resolve_device
 from gputop.core.module.targets import device_names
 from gputop.core.multidevice.affinity import AffinityAnalysis, affinity_flags, analyse_module
 from gputop.core.onnx.onnx_import import COMPILE_FLAGS as ONNX_COMPILE_FLAGS
 from gputop.core.onnx.onnx_import import DEBUGINFO_FLAG, OPSET, explain_compile_failure, import_onnx
 from gputop.core.onnx.onnx_model import F64_FLAG
 from gputop.core.profiling.work.source_ops import SourceOrigin
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.run.config import Target, TargetKind
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import DeviceInfo
 
 __all__ = ["PreparedModule", "prepare_module"]
 

@@ -6,7 +6,7 @@ inputs. Either way a pass runs on the run's thread, between calls, and its
 kernels are merged with the passes before it into the Kernels table. Each
 pass is warmed up until the GPU's clock is steady, its clocks are read while
 it runs, and its kernels are rated against their work and the device's peaks
-(`watch/clocks.py`, `profiling/work.py`, `profiling/efficiency.py`).
+(`watch/clock_watch.py`, `profiling/work.py`, `profiling/efficiency.py`).
 """
 
 from __future__ import annotations
@@ -40,10 +40,13 @@ from gputop.core.profiling.overhead import (
 from gputop.core.profiling.work.efficiency import KernelEfficiency
 from gputop.core.profiling.work.ir_count import module_work
 from gputop.core.profiling.work.source_ops import SourceOrigin, source_op_map
+from gputop.core.records.base import to_json
+from gputop.core.records.clocks import PassClocks
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import ProfileSummary, SourceOp
 from gputop.core.run.capture import timed
 from gputop.core.run.flow import RunContext
-from gputop.core.snapshot import DeviceInfo, PassClocks, ProfileSummary, SourceOp, to_json
-from gputop.core.watch.clocks import ClockWatch, combine_passes, gpu_clock_for, warm_up
+from gputop.core.watch.clock_watch import ClockWatch, combine_passes, gpu_clock_for, warm_up
 
 __all__ = ["KEEP_PASSES", "ProfilePasses", "restarts_table"]
 

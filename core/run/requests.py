@@ -14,7 +14,7 @@ import threading
 
 from gputop.core.profiling.cupti.activity import cupti_unavailable_reason
 from gputop.core.profiling.ireeprof.tools import PROFILING_MODES
-from gputop.core.profiling.ncu.command import find_ncu
+from gputop.core.profiling.ncu.ncu_command import find_ncu
 from gputop.core.snapshot import RunSnapshot
 
 __all__ = ["Controls", "FlowKind", "why_no_capture", "why_no_counters", "why_no_profile"]

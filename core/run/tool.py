@@ -19,7 +19,7 @@ from gputop.core.run.iree import check_outputs, save_inputs
 from gputop.core.run.prepare import PreparedModule
 from gputop.core.run.transfers import observe_exports
 from gputop.core.runners.tool_runner import BATCH, ToolModuleRun
-from gputop.core.watch.memory import MemorySampler
+from gputop.core.watch.memory_sampler import MemorySampler
 
 __all__ = ["ToolFlow"]
 

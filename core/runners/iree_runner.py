@@ -22,9 +22,10 @@ from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
 from gputop.core.module.signature import FunctionSignature, signature_of
 from gputop.core.params.archive import PARAMETER_SUFFIXES, ParameterEntry, archive_kind, read_archive
-from gputop.core.params.stream import ParameterStream, StreamOptions
+from gputop.core.params.streamed_load import ParameterStream, StreamOptions
 from gputop.core.processes import first_line
-from gputop.core.snapshot import DeviceInfo, PoolStats
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.memory import PoolStats
 
 __all__ = [
     "PARAMETER_MODES",

@@ -22,8 +22,10 @@ from gputop.core.errors import CompileError, DeviceUnavailableError, RuntimeFail
 from gputop.core.processes import first_line
 from gputop.core.profiling.breakdown import CallRecords, Interval
 from gputop.core.profiling.dispatches import DispatchEvent
+from gputop.core.records.calls import StageTimings
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.memory import PoolStats
 from gputop.core.runners.opencl_spec import RunSpec, ScalarArg
-from gputop.core.snapshot import DeviceInfo, PoolStats, StageTimings
 
 __all__ = ["OpenCLCall", "OpenCLRun", "build_error_line"]
 

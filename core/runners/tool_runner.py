@@ -24,7 +24,8 @@ import numpy as np
 from gputop.core.errors import RuntimeFailure
 from gputop.core.processes import first_line, run_logged
 from gputop.core.profiling.ireeprof.tools import benchmark_call_ms, device_uri, runtime_tool, timed_repetitions
-from gputop.core.snapshot import DeviceInfo, PoolStats
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.memory import PoolStats
 
 __all__ = ["BATCH", "TIMEOUT_S", "ToolModuleRun", "tool_status"]
 

@@ -38,9 +38,10 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from gputop.core.errors import UsageError
+from gputop.core.records.calls import CALL_BUCKETS_MS
 from gputop.core.serving.access import LOOPBACK, bearer_matches, url_host
-from gputop.core.snapshot import CALL_BUCKETS_MS, RunSnapshot
-from gputop.core.watch.clocks import THROTTLE_REASONS
+from gputop.core.snapshot import RunSnapshot
+from gputop.core.watch.clock_watch import THROTTLE_REASONS
 
 __all__ = [
     "DEFAULT_PORT",

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gputop.core.errors import UsageError
-from gputop.core.snapshot import RunSnapshot, to_json
+from gputop.core.records.base import to_json
+from gputop.core.snapshot import RunSnapshot
 
 __all__ = ["read_snapshots", "snapshot_from_json", "value_from_json", "write_snapshots"]
 

@@ -23,16 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gputop.core.records.base import to_json
+from gputop.core.records.calls import CallStats
+from gputop.core.records.counters import CountersPass
+from gputop.core.records.pm import PmSampling
+from gputop.core.records.profile import ProfileSummary
 from gputop.core.records.program import ProgramView
-from gputop.core.snapshot import (
-    CallStats,
-    CountersPass,
-    PmSampling,
-    ProfileSummary,
-    RunSnapshot,
-    RunSummary,
-    to_json,
-)
+from gputop.core.snapshot import RunSnapshot, RunSummary
 from gputop.core.versions import package_version
 from gputop.core.wording import weight_bytes
 

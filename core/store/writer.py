@@ -33,7 +33,8 @@ from typing import Any
 
 from gputop.core.compare.samples import CALLS_FILE
 from gputop.core.paths import state_dir
-from gputop.core.snapshot import RunSnapshot, to_json
+from gputop.core.records.base import to_json
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.reserve import keep_reserve, release_reserve
 from gputop.core.versions import versions
 
@@ -370,7 +371,7 @@ class SessionWriter:
         return self.write_error or self.ending_error
 
 
-OUTPUT_PREFIXES = ("stdout: ", "stderr: ")  # a watched program's own output in the Log (core/program/host.py)
+OUTPUT_PREFIXES = ("stdout: ", "stderr: ")  # a watched program's own output in the Log (core/program/program_host.py)
 
 
 def _newest_news(snapshot: RunSnapshot) -> int:

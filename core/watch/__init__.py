@@ -3,8 +3,8 @@
 A run's times and memory mean little without what the machine did meanwhile.
 `nvml.py` finds the NVIDIA GPUs and reads their memory; every watcher is a
 `Watcher` (`watcher.py`: a look every period on a daemon thread, stopped by an
-event, results to a callback): `memory.py` samples the allocators, devices and
-host memory, `neighbours.py` who else used the GPU and the host, `clocks.py`
+event, results to a callback): `memory_sampler.py` samples the allocators, devices and
+host memory, `neighbour_watch.py` who else used the GPU and the host, `clock_watch.py`
 the GPU's clocks around a profile pass (and the warm-up before it), and
 `call_clocks.py` the same clocks while the run's calls go, and `pm_watch.py`
 the GPU's own counters (CUPTI's PM sampler, `profiling/cupti/pm_sampler.py`,

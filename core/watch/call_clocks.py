@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from gputop.core.records.clocks import CallClocks, ClockReading
-from gputop.core.watch.clocks import THROTTLE_REASONS, GpuClock
+from gputop.core.watch.clock_watch import THROTTLE_REASONS, GpuClock
 from gputop.core.watch.watcher import Watcher
 
 __all__ = [

@@ -22,9 +22,11 @@ from typing import Any
 import psutil
 
 from gputop.core.errors import UsageError
-from gputop.core.renderdoc.captures import capture_info
+from gputop.core.records.captures import CaptureInfo
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.renderdoc.capture_files import capture_info
 from gputop.core.serving.control_socket import ControlUnavailable, StreamReader, ask
-from gputop.core.snapshot import CaptureInfo, DeviceInfo, RunSnapshot
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.follow import SessionFollower, describe_command
 from gputop.core.store.replay import snapshot_from_json
 from gputop.tui.sources.messages import SnapshotArrived, SourceNote

@@ -22,8 +22,8 @@ from typing import Any
 from gputop.core.errors import EXIT_SIGHUP, EXIT_SIGINT, EngineExited, GputopError, UnwritableFolder, UsageError
 from gputop.core.paths import check_writable
 from gputop.core.processes import last_line
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.serving.control_socket import ControlUnavailable, ask
-from gputop.core.snapshot import DeviceInfo
 from gputop.core.store.completeness import RecordCheck, check_record
 from gputop.core.store.reader import read_manifest
 from gputop.core.store.replay import value_from_json

@@ -15,12 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gputop.core.module.devices import IREE_BACKENDS, list_devices
-from gputop.core.renderdoc.captures import CaptureVerifier
+from gputop.core.module.device_discovery import IREE_BACKENDS, list_devices
+from gputop.core.records.captures import CaptureInfo
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.renderdoc.capture_files import CaptureVerifier
 from gputop.core.run import RunConfig, Session
 from gputop.core.serving.access import exposure_warning
 from gputop.core.serving.metrics import MetricsServer
-from gputop.core.snapshot import CaptureInfo, DeviceInfo
 from gputop.core.versions import versions
 from gputop.tui.sources.messages import SnapshotArrived, SourceNote
 from gputop.tui.sources.protocol import Poster

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 from textual.message import Message
 
-from gputop.core.snapshot import CaptureInfo, DeviceInfo
+from gputop.core.records.captures import CaptureInfo
+from gputop.core.records.devices import DeviceInfo
 
 __all__ = ["Poster", "SnapshotSource"]
 

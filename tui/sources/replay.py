@@ -10,8 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gputop.core.renderdoc.captures import capture_info
-from gputop.core.snapshot import CaptureInfo, DeviceInfo, RunSnapshot
+from gputop.core.records.captures import CaptureInfo
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.renderdoc.capture_files import capture_info
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.replay import read_snapshots
 from gputop.tui.sources.messages import SnapshotArrived
 from gputop.tui.sources.protocol import Poster

@@ -23,7 +23,7 @@ from gputop.core.files import require_file
 from gputop.core.profiling.dispatches import DispatchEvent, summarize_events
 from gputop.core.profiling.ireeprof.queue_events import QueueEvent, export_jsonl, ireeperf_records, queue_event_from
 from gputop.core.profiling.ireeprof.tools import runtime_tool
-from gputop.core.snapshot import PoolUsage, ProfileSummary
+from gputop.core.records.profile import PoolUsage, ProfileSummary
 
 __all__ = [
     "TIMING",

@@ -40,7 +40,9 @@ from gputop.core.profiling.overhead import (
     measure_overhead,
     slowed_calls,
 )
-from gputop.core.snapshot import DeviceInfo, ProfileOverhead, ProfileSummary, to_json
+from gputop.core.records.base import to_json
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import ProfileOverhead, ProfileSummary
 
 __all__ = ["CALL_PROFILING_MODES", "UNPROFILED_TOOL_METHOD", "profile_with_ireeprof"]
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputop.core.errors import ProfileError
-from gputop.core.snapshot import DeviceInfo
+from gputop.core.records.devices import DeviceInfo
 
 __all__ = [
     "PROFILING_MODES",

@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 
 from gputop.core.profiling.work.dispatch_work import DispatchWork, kernel_key
 from gputop.core.profiling.work.efficiency import rate_kernel
-from gputop.core.snapshot import CounterRule, CountersPass, KernelCounters, KernelTiming, ProfileSummary
+from gputop.core.records.counters import CounterRule, CountersPass, KernelCounters
+from gputop.core.records.profile import KernelTiming, ProfileSummary
 
 __all__ = [
     "COUNTERS_SOURCE",

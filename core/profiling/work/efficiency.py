@@ -3,7 +3,7 @@
 A profile pass gives times; `ir_count.py` gives each dispatch's FLOPs and bytes
 from its IR, and `name_work.py` from its name where the IR is not at hand
 (a `.vmfb` compiled elsewhere); `peaks.py` gives the device's ceilings, scaled to the clocks
-`watch/clocks.py` read during the pass. This joins the three by the dispatch's
+`watch/clock_watch.py` read during the pass. This joins the three by the dispatch's
 export name and fills each `KernelTiming`'s achieved rates, its share of each
 ceiling and which ceiling bounds it: a kernel whose FLOP per byte is above the
 ridge (peak FLOP/s over bandwidth) is compute bound, below it memory bound.
@@ -18,7 +18,9 @@ from gputop.core.profiling.work.dispatch_work import DispatchWork, ModuleWork
 from gputop.core.profiling.work.name_work import work_from_name
 from gputop.core.profiling.work.peaks import at_clock, compute_peak_tflops, peaks_for
 from gputop.core.profiling.work.source_ops import SourceOpMap, layer_times, with_source_ops
-from gputop.core.snapshot import DeviceInfo, DevicePeaks, KernelTiming, PassClocks, ProfileSummary, SourceOp
+from gputop.core.records.clocks import DevicePeaks, PassClocks
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.profile import KernelTiming, ProfileSummary, SourceOp
 
 __all__ = ["KernelEfficiency", "rate_kernel", "ridge_intensity"]
 

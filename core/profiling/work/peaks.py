@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gputop.core.paths import cache_dir
-from gputop.core.snapshot import DevicePeaks
+from gputop.core.records.clocks import DevicePeaks
 
 __all__ = ["GPU_PEAKS", "GpuPart", "compute_peak_tflops", "cpu_peaks", "gpu_peaks", "peaks_for"]
 
@@ -212,6 +212,8 @@ def measured_bandwidth_gbps() -> float | None:
         np.copyto(target[part], source[part])  # NumPy lets go of the GIL for a copy this large
 
     best = float("inf")
+    # the one pool the profiling rooms make (tests/test_house.py): joined before this returns, nothing of it
+    # runs beside the calls, and one thread would measure a core's bandwidth rather than the memory's
     with ThreadPoolExecutor(workers) as pool:
         for _ in range(5):
             started = time.perf_counter()

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gputop.core.profiling.work.dispatch_work import DispatchWork, ModuleWork, kernel_key
-from gputop.core.snapshot import KernelTiming, LayerTime, SourceOp
+from gputop.core.records.profile import KernelTiming, LayerTime, SourceOp
 
 __all__ = [
     "UNMAPPED",

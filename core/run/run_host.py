@@ -19,11 +19,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from gputop.core.module.devices import IREE_BACKENDS, list_devices
-from gputop.core.run.call_loop import Session
+from gputop.core.module.device_discovery import IREE_BACKENDS, list_devices
+from gputop.core.records.base import to_json
 from gputop.core.run.config import RunConfig
+from gputop.core.run.session import Session
 from gputop.core.run.state import Subscriber
-from gputop.core.snapshot import RunSnapshot, to_json
+from gputop.core.snapshot import RunSnapshot
 
 __all__ = ["CALL_SWITCH_INTERVAL_S", "RunHost", "tune_interpreter_for_calls"]
 

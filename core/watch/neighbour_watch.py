@@ -27,7 +27,9 @@ from dataclasses import dataclass, field, replace
 
 import psutil
 
-from gputop.core.snapshot import DeviceInfo, GpuProcess, HostLoad, Neighbours, to_json
+from gputop.core.records.base import to_json
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.neighbours import GpuProcess, HostLoad, Neighbours
 from gputop.core.watch import nvml
 from gputop.core.watch.watcher import Watcher
 from gputop.core.wording import host_load_text, neighbours_text

@@ -33,7 +33,8 @@ from typing import IO, Any
 from gputop.core.errors import CaptureError, GputopError
 from gputop.core.files import require_file
 from gputop.core.processes import child_options, last_line, signal_name
-from gputop.core.snapshot import BoundBuffer, CaptureDispatch, CaptureInfo, CaptureReplay, to_json
+from gputop.core.records.base import to_json
+from gputop.core.records.captures import BoundBuffer, CaptureDispatch, CaptureInfo, CaptureReplay
 
 __all__ = [
     "CaptureVerifier",
@@ -445,7 +446,7 @@ class CaptureVerifier:
         # No parent-death signal here: it would follow the thread that starts the helper, which may end
         # first. The helper reads requests from its stdin, so it leaves when gputop goes (end of file).
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "gputop.core.renderdoc.captures", "--verifier"],
+            [sys.executable, "-m", "gputop.core.renderdoc.capture_files", "--verifier"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

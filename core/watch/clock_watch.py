@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from gputop.core.snapshot import ClockReading, DeviceInfo, PassClocks
+from gputop.core.records.clocks import ClockReading, PassClocks
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.watch import nvml
 from gputop.core.watch.watcher import Watcher
 

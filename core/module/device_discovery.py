@@ -19,7 +19,7 @@ import psutil
 from gputop.core.errors import DeviceUnavailableError, UsageError
 from gputop.core.module.targets import compile_target_for
 from gputop.core.processes import first_line
-from gputop.core.snapshot import DeviceInfo
+from gputop.core.records.devices import DeviceInfo
 from gputop.core.watch import nvml
 
 __all__ = [

@@ -48,7 +48,7 @@ from gputop.core.params.archive import ParameterEntry
 from gputop.core.params.reads import READ_PATHS, SLOT_PADDING, ArchiveFile, open_archive_file
 from gputop.core.params.stages import LoaderTally, ReaderTally, StageClock
 from gputop.core.params.staging import DeviceTargets, StagingPool, StagingSlot
-from gputop.core.snapshot import ParameterStages
+from gputop.core.records.parameters import ParameterStages
 from gputop.core.units import human_bytes
 
 __all__ = ["ParameterStream", "StreamOptions", "StreamRequest"]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from gputop.core.processes import child_options, last_line
 from gputop.core.profiling.ireeprof.tools import device_uri, runtime_tool
-from gputop.core.snapshot import DeviceInfo
+from gputop.core.records.devices import DeviceInfo
 
 __all__ = [
     "METRICS",

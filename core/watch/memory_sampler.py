@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import psutil
 
-from gputop.core.snapshot import DeviceInfo, DeviceMemory, MemorySample, PoolStats
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.memory import DeviceMemory, MemorySample, PoolStats
 from gputop.core.watch import nvml
 from gputop.core.watch.watcher import Watcher
 

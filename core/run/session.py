@@ -36,6 +36,9 @@ from gputop.core.errors import (
 )
 from gputop.core.files import file_sha256
 from gputop.core.profiling.overhead import PROFILE_LEVELS
+from gputop.core.records.base import to_json
+from gputop.core.records.counters import CountersPass
+from gputop.core.records.neighbours import Neighbours
 from gputop.core.run.capture import RenderDocHook
 from gputop.core.run.config import RunConfig
 from gputop.core.run.flow import Flow, RunContext
@@ -47,7 +50,7 @@ from gputop.core.run.requests import Controls, why_no_capture, why_no_counters, 
 from gputop.core.run.state import RunOutcome, Subscriber
 from gputop.core.run.tool import ToolFlow
 from gputop.core.run.viewer_ops import OwnerOps
-from gputop.core.snapshot import CountersPass, Neighbours, RunSnapshot, to_json
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.report import CUT_SHORT
 
 __all__ = ["RunConfig", "Session"]
