@@ -24,7 +24,7 @@ from gputop.core.records.clocks import CallClocks, ClockReading
 from gputop.core.records.compile import CompileRecord, Diagnostic
 from gputop.core.records.counters import CountersPass
 from gputop.core.records.devices import DeviceInfo
-from gputop.core.records.memory import MemorySample, ModuleBytes, PoolStats
+from gputop.core.records.memory import MemorySample, ModuleBytes
 from gputop.core.records.neighbours import Neighbours
 from gputop.core.records.parameters import ParameterLoad, ParameterStages
 from gputop.core.records.pm import PmSampling
@@ -36,8 +36,6 @@ from gputop.core.records.progress import Event, Phases
 
 __all__ = [
     "BUSY_STATES",
-    "DeviceInfo",  # re-exported only until core/program/watched.py imports it from records.devices (the lead's file)
-    "PoolStats",  # likewise, from records.memory: then these two lines and their note go
     "RunSnapshot",
     "RunSummary",
 ]

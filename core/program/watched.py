@@ -50,6 +50,8 @@ from gputop.core.program.profile import (
 )
 from gputop.core.program.stacks import StackSampler, find_py_spy
 from gputop.core.program.trace import TraceKeeper
+from gputop.core.records.devices import DeviceInfo
+from gputop.core.records.memory import PoolStats
 from gputop.core.records.program import (
     FunctionCalls,
     HeldResults,
@@ -58,7 +60,7 @@ from gputop.core.records.program import (
     ProgramView,
 )
 from gputop.core.run.parts import RunParts
-from gputop.core.snapshot import DeviceInfo, PoolStats, RunSnapshot
+from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.report import CUT_SHORT
 from gputop.core.units import seconds
 

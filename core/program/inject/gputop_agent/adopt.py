@@ -1,7 +1,7 @@
 """`gputop.watch()`'s work, standard library only: start gputop's engine beside this program, then watch it.
 
 Two `gputop` packages call it. Where gputop is installed in the program's own
-environment, `gputop.watch()` (core/program/top) starts the engine with this
+environment, `gputop.watch()` (src/gputop) starts the engine with this
 Python (`python -m gputop.tui`). Where it is not (a program's venv without
 gputop's dependencies), the folder gputop puts on a watched program's
 PYTHONPATH also holds a small `gputop` package (`inject/gputop/`) whose
