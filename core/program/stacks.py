@@ -65,7 +65,9 @@ def _parse_frame(text: str) -> Frame | None:
 
 def own_frame(file: str, stdlib: tuple[str, ...]) -> bool:
     """Whether `file` is the program's own code (not Python's library, an installed package or gputop's)."""
-    return not any(part in file for part in NOT_OWN) and not file.startswith(stdlib)
+    # iree.runtime itself is never the program's, wherever it is installed (a folder on PYTHONPATH, not only
+    # site-packages: the GPU machines link it so).
+    return not any(part in file for part in (*NOT_OWN, *IREE_FRAMES)) and not file.startswith(stdlib)
 
 
 def fold_stacks(text: str, stdlib: tuple[str, ...]) -> tuple[Counter[Frame], Counter[Frame], int, int]:
