@@ -18,6 +18,7 @@ Usage: python bench/watch_load.py [--fast 1000000] [--contexts 20000] [--chatty 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -52,13 +53,18 @@ def watched(python: Path, program: list[str], folder: Path, piped: bool) -> dict
         gputop = [sys.executable, "-m", "gputop.tui", "run", "--quiet", "--session-dir", str(folder), "--"]
     started = time.perf_counter()
     try:
-        proc = subprocess.run([*gputop, *command], capture_output=True, text=True, env=env, check=False)
+        engine = subprocess.Popen(
+            [*gputop, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        exited = _program_exit(engine.pid, program[0])  # the program's process gone (its watcher's last flush in)
+        stdout, stderr = engine.communicate()
+        ended = time.time()
+        proc = subprocess.CompletedProcess(engine.args, engine.returncode, stdout, stderr)
     finally:
         if owner is not None:
             owner.kill()
             owner.wait()
     wall = time.perf_counter() - started
-    ended = time.time()
     if proc.returncode != 0:
         raise SystemExit(f"watched run failed ({proc.returncode}): {proc.stderr[-800:]}")
     text = (folder / "program.log").read_text() if piped else proc.stdout
@@ -75,9 +81,29 @@ def watched(python: Path, program: list[str], folder: Path, piped: bool) -> dict
         "record_files": {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()},
         "program_s": own["seconds"],
         "gputop_wall_s": wall,
-        "gputop_after_program_s": ended - own["ended_at"],  # the engine's end after the program's last line
+        "program_exit_after_last_line_s": exited - own["ended_at"],  # its interpreter's end, the watcher's flush in
+        "gputop_after_program_s": ended - exited,  # the engine's end after the program's process
         "samples_bytes_per_minute": (folder / "samples.jsonl").stat().st_size / max(own["seconds"], 1e-9) * 60,
     }
+
+
+def _program_exit(gputop_pid: int, script: str) -> float:
+    """Wall time (time.time) when the program's process ended, found among gputop's children by its script."""
+    import psutil
+
+    engine = psutil.Process(gputop_pid)
+    child = None
+    while child is None and engine.is_running():
+        with contextlib.suppress(psutil.Error):
+            child = next((c for c in engine.children(recursive=True) if script in " ".join(c.cmdline())), None)
+        time.sleep(0.005)
+    while child is not None:
+        with contextlib.suppress(psutil.Error):
+            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
+                time.sleep(0.005)
+                continue
+        break
+    return time.time()
 
 
 def main() -> None:
@@ -107,7 +133,9 @@ def main() -> None:
             f"{name}: {own['calls']} calls ({rate:,.0f}/s, the program's own, watched), counted {got['counted']}, "
             f"contexts {got['contexts']}, dropped {got['dropped']}; record {got['record_bytes'] / 1e3:,.0f} kB "
             f"for {own['seconds']:.1f} s (samples.jsonl {got['samples_bytes_per_minute'] / 1e3:,.0f} kB/min; "
-            f"the rest: {got['record_files']}); gputop ended {got['gputop_after_program_s']:.2f} s after the program",
+            f"the rest: {got['record_files']}); the program exited "
+            f"{got['program_exit_after_last_line_s']:.2f} s after its last line, gputop "
+            f"{got['gputop_after_program_s']:.2f} s after the program",
             flush=True,
         )
         results[name] = got
