@@ -35,8 +35,8 @@ from gputop.core.records.program import ProgramStacks, StackLine
 
 __all__ = ["RATE_HZ", "ROUND_S", "TOP_LINES", "StackSampler", "find_py_spy", "fold_stacks", "own_frame"]
 
-RATE_HZ = 50  # samples a second: enough to place a line that takes 5% of a second-long round
-ROUND_S = 2.0  # one py-spy run: the view follows the program this closely
+RATE_HZ = 20  # samples a second: a line that takes 5% of a 5 s round gets 5 samples; more costs a 2-core machine
+ROUND_S = 5.0  # one py-spy run: the view follows the program this closely (each start costs a little CPU)
 TOP_LINES = 20
 NOT_OWN = ("/site-packages/", "/dist-packages/", "/gputop_agent/", "<frozen ", "<string>")
 IREE_FRAMES = ("/iree/runtime/", "/iree/_runtime")
@@ -121,11 +121,16 @@ class StackSampler:
         self._thread = threading.Thread(target=self._run, name="gputop-stacks", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop sampling: the round under way is cut short (its samples are lost), its py-spy ended."""
+    def stop(self, wait_s: float = 0.0) -> None:
+        """Stop sampling. `wait_s`: the program has ended, and py-spy ends its round by itself when its target
+        is gone, writing what it sampled (a program shorter than a round keeps its samples); past that, or at
+        once, the round under way is cut short, its samples lost, its py-spy ended."""
         self._stopping.set()
         with self._lock:
             child = self._child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(wait_s)
         if child is not None and child.poll() is None:
             with contextlib.suppress(OSError):
                 child.kill()
@@ -175,8 +180,8 @@ class StackSampler:
             )
             child = self._child
         said, _ = child.communicate()
-        if self._stopping.is_set():
-            return None
+        if self._stopping.is_set() and (child.returncode != 0 or not out.exists()):
+            return None  # cut short: nothing was written
         if child.returncode != 0 or not out.exists():
             return _refusal(said.decode("utf-8", "replace"), self.pid)
         text = out.read_text(encoding="utf-8", errors="replace")

@@ -26,7 +26,7 @@ from gputop.core.store.writer import PROGRAM_TRACE as TRACE_FILE
 __all__ = ["TRACE_CALLS", "TRACE_FILE", "TRACE_ROUNDS", "TraceKeeper", "chrome_trace", "program_trace"]
 
 TRACE_CALLS = 5_000  # the newest calls (and reads) kept for the trace: a few hundred kB
-TRACE_ROUNDS = 300  # sampling rounds: ten minutes at py-spy's 2 s rounds
+TRACE_ROUNDS = 300  # sampling rounds: 25 minutes at py-spy's 5 s rounds
 PID = 1
 GPU_TID = 10_000
 

@@ -469,7 +469,7 @@ class WatchedProcess:
         if self._sampler is not None:
             self._sampler.stop()
         if self._stacks is not None:
-            self._stacks.stop()
+            self._stacks.stop(wait_s=1.0)  # the process is gone: py-spy writes its last round
         self.parts.stop_watch()
         self.parts.stop_clocks()
         self._publish_view()

@@ -43,7 +43,7 @@ def stacks_text(snapshot: RunSnapshot | None, width: int, height: int) -> str:
     lines.append("")
     stacks = program.get("stacks")
     if stacks is None:
-        lines.append("the program's Python: the first sample comes within 2 s (py-spy, from outside the program)")
+        lines.append("the program's Python: the first samples come within 5 s (py-spy, from outside the program)")
     else:
         room = max(height - len(lines) - 1, 3)
         lines.extend(stacks_lines(stacks, limit=room))
