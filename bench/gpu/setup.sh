@@ -36,6 +36,17 @@ log() { echo "[$RESULTS_TAG $(date +%T)] $*" | tee -a "$OUT_DIR/log.txt"; }
 gpu_host() {
   echo "$(nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader); $(nproc) cores; $(uname -r)"
 }
+# A watched program's own environment there: system python3 -s with only iree.runtime (and what it needs) linked
+# into RT, and `program ARGS`, the command of tests/programs/ARGS in it for `gputop run --` (its own path after
+# gputop's watcher folder, the first entry gputop puts on PYTHONPATH).
+program_runtime() {
+  RT=/tmp/program-runtime
+  rm -rf "$RT" && mkdir -p "$RT"
+  SITE=$(python3 -c "import iree.runtime, pathlib; print(pathlib.Path(iree.runtime.__file__).resolve().parents[2])")
+  for e in "$SITE"/iree "$SITE"/iree_base_runtime*; do [ -e "$e" ] && ln -s "$e" "$RT/"; done
+  python3 -s -c "import ml_dtypes" 2> /dev/null || for e in "$SITE"/ml_dtypes*; do ln -s "$e" "$RT/"; done
+}
+program() { echo "sh -c 'PYTHONPATH=\${PYTHONPATH%%:*}:$RT exec python3 -s tests/programs/$*'"; }
 # The 16 GiB, 256-tensor model-like archive the parameter scripts load (bench/params.py's --tensors 256 --gib 16),
 # written at PATH unless it is there already (a warm machine keeps /tmp); what it took goes to stdout.
 PARAMS_ARCHIVE=/tmp/params/model_256x16.irpa

@@ -15,13 +15,7 @@ source bench/gpu/setup.sh > /dev/null
 results_folder why_slow
 D=.device/watch
 log "$(gpu_host)"
-RT=/tmp/program-runtime
-rm -rf "$RT" && mkdir -p "$RT"
-SITE=$(python3 -c "import iree.runtime, pathlib; print(pathlib.Path(iree.runtime.__file__).resolve().parents[2])")
-for e in "$SITE"/iree "$SITE"/iree_base_runtime*; do [ -e "$e" ] && ln -s "$e" "$RT/"; done
-python3 -s -c "import ml_dtypes" 2> /dev/null || for e in "$SITE"/ml_dtypes*; do ln -s "$e" "$RT/"; done
-# The program's command: its own path after gputop's watcher folder (the first entry gputop put on PYTHONPATH).
-program() { echo "sh -c 'PYTHONPATH=\${PYTHONPATH%%:*}:$RT exec python3 -s tests/programs/$*'"; }
+program_runtime  # RT, and `program ARGS`: a test program in its own environment (setup.sh)
 watch_run() {  # NAME GPUTOP-OPTIONS -- PROGRAM ARGS
   local name=$1; shift
   local opts=()

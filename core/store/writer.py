@@ -184,23 +184,20 @@ class SessionWriter:
 
     def write_samples(self, block: dict[str, Any]) -> None:
         """`calls.json`, replaced whole (compact: twenty thousand numbers need no indentation)."""
-        path = self.folder / CALLS_FILE
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps(block, separators=(",", ":")) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:  # a full disk must not end the run
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        self._write_compact(CALLS_FILE, block)
 
     def write_program_trace(self, block: dict[str, Any]) -> None:
         """`program_trace.json` (a watched program's timeline, bounded by its keeper), replaced whole."""
-        path = self.folder / PROGRAM_TRACE
+        self._write_compact(PROGRAM_TRACE, block)
+
+    def _write_compact(self, name: str, block: dict[str, Any]) -> None:
+        """NAME replaced whole with `block` as compact JSON; a full disk loses the file, never the run."""
+        path = self.folder / name
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             tmp.write_text(json.dumps(block, separators=(",", ":")) + "\n", encoding="utf-8")
             os.replace(tmp, path)
-        except OSError:  # a full disk must not end the run
+        except OSError:
             with contextlib.suppress(OSError):
                 tmp.unlink()
 

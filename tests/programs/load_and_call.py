@@ -34,7 +34,7 @@ from iree.runtime import (
     load_vm_modules,
 )
 
-__all__ = ["Loaded", "call_many", "load", "model_input", "parse", "report"]
+__all__ = ["Loaded", "call_many", "device_argument", "load", "model_input", "parse", "report"]
 
 SCOPE = "model"
 
@@ -73,13 +73,7 @@ def _with_context(instance: Any, device: Any, modules: list[Any], module: Any, p
     context = rt.VmContext(instance, modules=modules)
     context_s = time.perf_counter() - started
     function = module.lookup_function("main")
-    argument = device.allocator.allocate_buffer_copy(
-        memory_type=rt.MemoryType.DEVICE_LOCAL,
-        allowed_usage=rt.BufferUsage.DEFAULT,
-        device=device,
-        buffer=model_input(),
-        element_type=rt.HalElementType.FLOAT_32,
-    )
+    argument = device_argument(device)
     last: list[Any] = [None]
 
     def call() -> Any:
@@ -95,6 +89,17 @@ def _with_context(instance: Any, device: Any, modules: list[Any], module: Any, p
         return np.asarray(rt.DeviceArray(device, view, implicit_host_transfer=True).to_host())
 
     return Loaded(call, f"{module.name}.main", context_s, params_bytes, result)
+
+
+def device_argument(device: Any) -> Any:
+    """The model's input as a device buffer, made once (the low-level way: no numpy per call)."""
+    return device.allocator.allocate_buffer_copy(
+        memory_type=rt.MemoryType.DEVICE_LOCAL,
+        allowed_usage=rt.BufferUsage.DEFAULT,
+        device=device,
+        buffer=model_input(),
+        element_type=rt.HalElementType.FLOAT_32,
+    )
 
 
 def _load_from(vmfb: str, irpa: str, device_uri: str) -> Loaded:

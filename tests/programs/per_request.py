@@ -18,7 +18,7 @@ import statistics
 import time
 
 import iree.runtime as rt
-from load_and_call import SCOPE, model_input
+from load_and_call import SCOPE, device_argument
 
 
 def main() -> None:
@@ -36,13 +36,7 @@ def main() -> None:
     params = rt.create_io_parameters_module(instance, index.create_provider(scope=SCOPE))
     module = rt.VmModule.mmap(instance, args.vmfb)
     function = module.lookup_function("main")
-    argument = device.allocator.allocate_buffer_copy(
-        memory_type=rt.MemoryType.DEVICE_LOCAL,
-        allowed_usage=rt.BufferUsage.DEFAULT,
-        device=device,
-        buffer=model_input(),
-        element_type=rt.HalElementType.FLOAT_32,
-    )
+    argument = device_argument(device)
     contexts, calls = [], []
     started = time.perf_counter()
     for _ in range(args.n):
