@@ -98,7 +98,7 @@ def test_several_programs_at_once_are_each_counted(
         for folder in (state / "sessions").iterdir()
         if (folder / "report.json").exists() and folder != Path(primary["session_dir"])
     ]
-    mine = [r for r in others if r["program"]["pid"] in {own["pid"] for own in owns}]
+    mine = [r for r in others if (r.get("program") or {}).get("pid") in {own["pid"] for own in owns}]
     assert [r["functions"][0]["count"] for r in mine] == [400]
     assert [r["program"]["contexts"] for r in mine] == [400]
 
