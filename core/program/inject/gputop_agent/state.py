@@ -62,11 +62,10 @@ class AgentState:
         self.outer_call = threading.local()
         # id(weak reference) -> (it, bytes) for each result of a FunctionInvoker call still alive; keyed by
         # the reference's id since a weak reference hashes as its referent, and DeviceArray does not hash
-        self.held: dict[int, tuple[weakref.ref[Any], int]] = {}
+        self.held: dict[int, tuple[weakref.ref[Any], int, str]] = {}
         self.held_bytes = 0  # their bytes, kept as results come and go
         self.invoker_calls = 0  # FunctionInvoker calls whose results were looked at
         self.held_peak = (0, 0, 0)  # the most results held at once: (count, bytes, calls made by then)
-        self.origins: dict[int, str] = {}  # id(result DeviceArray) -> the function that returned it, while alive
         self.drivers: dict[int, str] = {}  # id(HalDriver) -> the uri it was got by
         self.device_drivers: set[str] = set()  # the drivers of every device the program made ("cuda", "vulkan")
         self.driver_seconds: dict[int, float] = {}  # a driver's first load, owed to its first device
@@ -106,7 +105,6 @@ class AgentState:
             self.devices = []
         self.held.clear()
         self.held_bytes = 0
-        self.origins.clear()
 
     def _give_up(self, why: str) -> None:
         """The socket is gone: the program runs on unwatched, and stderr says so once."""

@@ -421,7 +421,7 @@ class AgentStream(AgentState):
     def _held_counts(self) -> tuple[int, int]:
         for _ in range(5):
             try:
-                sizes = [size for _, size in list(self.held.values())]
+                sizes = [entry[1] for entry in list(self.held.values())]
                 return len(sizes), sum(sizes)
             except RuntimeError:  # a result died on another thread while we read
                 continue

@@ -289,45 +289,50 @@ class RuntimeWrappers(AgentState):
         previous: dict[int, tuple[weakref.ref[Any], ...]] = {}
 
         def seen(invoker: Any, args: tuple[Any, ...]) -> tuple[int, int]:
+            # Few objects made per call: every allocation brings the garbage collector's next pass closer, and
+            # a full pass over a program holding numpy and IREE costs its calls milliseconds.
             try:
-                arrays = [a for a in args if isinstance(a, arrays_of)]
-                if not arrays:
+                nbytes = count = 0
+                before = previous.get(id(invoker), ())
+                same = bool(before)
+                for a in args:
+                    if isinstance(a, arrays_of):
+                        if same and (count >= len(before) or before[count]() is not a):
+                            same = False
+                        nbytes += a.nbytes
+                        count += 1
+                if not count:
                     return 0, 0
-                before = previous.get(id(invoker))
-                same = before is not None and len(before) == len(arrays)
-                same = same and all(before[i]() is a for i, a in enumerate(arrays))  # type: ignore[index]
-                previous[id(invoker)] = tuple(weakref.ref(a) for a in arrays)
-                return sum(a.nbytes for a in arrays), int(same)
+                if not same or len(before) != count:
+                    previous[id(invoker)] = tuple(weakref.ref(a) for a in args if isinstance(a, arrays_of))
+                    return nbytes, 0
+                return nbytes, 1
             except Exception:  # an array that takes no weak reference: not compared
                 return 0, 0
 
         return seen
 
     def _result_holder(self) -> Callable[[Any, int, str], None]:
-        """Where a call's DeviceArray results are held by weak reference (`held`: count and bytes while alive)
-        and remembered as whose results they are (`origins`: a read back is charged to that function)."""
+        """Where a call's DeviceArray results are held by weak reference (`held`: id(ref) -> (ref, bytes, the
+        function that returned it), while alive: the count and bytes held, and whose a read back is)."""
         import weakref
-        from functools import partial
 
         from iree.runtime.array_interop import DeviceArray
 
         held = self.held
-        origins = self.origins
         agent = self
 
-        def forget(result_id: int, ref: weakref.ref[Any]) -> None:
+        def forget(ref: weakref.ref[Any]) -> None:
             entry = held.pop(id(ref), None)
             if entry is not None:
                 agent.held_bytes -= entry[1]
-            origins.pop(result_id, None)
 
         def hold(result: Any, depth: int, label: str) -> None:
             if isinstance(result, DeviceArray):
-                ref = weakref.ref(result, partial(forget, id(result)))
+                ref = weakref.ref(result, forget)  # one object a result: the callback is shared
                 size = result._buffer_view.byte_length
-                held[id(ref)] = (ref, size)
+                held[id(ref)] = (ref, size, label)
                 agent.held_bytes += size
-                origins[id(result)] = label
             elif depth < 2 and isinstance(result, (tuple, list)):
                 for item in result:
                     hold(item, depth + 1, label)
@@ -344,10 +349,20 @@ class RuntimeWrappers(AgentState):
         origin, else the function called last). A mappable array maps once and hands the same host array
         after: only a read that moves or maps memory is recorded.
         """
+        import weakref
+
         clock = time.perf_counter_ns
         append = self.records.append
-        origins = self.origins
+        held = self.held
         agent = self
+
+        def origin(array: Any) -> str:
+            """The function whose result `array` is (its weak reference in `held`), else the one called last."""
+            for ref in weakref.getweakrefs(array):
+                entry = held.get(id(ref))
+                if entry is not None:
+                    return str(entry[2])
+            return agent.last_label
 
         def transfer(array: Any, *args: Any, **kwargs: Any) -> Any:
             if getattr(array, "_host_array", None) is not None:
@@ -356,8 +371,7 @@ class RuntimeWrappers(AgentState):
             host = original(array, *args, **kwargs)
             end = clock()
             try:
-                label = origins.get(id(array)) or agent.last_label
-                append((READ, label, start, end, array._buffer_view.byte_length))
+                append((READ, origin(array), start, end, array._buffer_view.byte_length))
             except Exception as exc:
                 self.stop_recording("reads of results", exc, area="results")
             return host
