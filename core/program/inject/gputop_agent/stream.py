@@ -128,20 +128,25 @@ class AgentStream(AgentState):
         try:
             with self.io_lock:
                 self._send_locked([self._hello()])
-            next_memory = time.perf_counter()
+            next_memory = next_drain = time.perf_counter()
             while not self.stopping.is_set():
                 connection = self.connection
                 if connection is None:
                     return
                 # Waiting to write only while bytes wait: the engine takes them when it can, never the program.
                 writing = [connection] if self.outgoing else []
-                readable, writable, _ = select.select([connection], writing, [], DRAIN_S)
+                wait = max(next_drain - time.perf_counter(), 0.0)
+                readable, writable, _ = select.select([connection], writing, [], wait)
                 if readable and not self._read_commands(connection):
                     return
                 with self.io_lock:
                     if writable:
                         self._pump_locked()
-                    self._flush_locked()
+                    # Drained every DRAIN_S only: a wake-up to write is not one to drain (draining on every
+                    # one kept this thread, and the GIL, busy while the engine read, and cost the calls' tail).
+                    if time.perf_counter() >= next_drain:
+                        next_drain = time.perf_counter() + DRAIN_S
+                        self._flush_locked()
                 if self.profile_ended is not None:
                     self._deliver_profile(wait=True)  # queued: it goes out with the next drain, after its calls
                 now = time.perf_counter()
