@@ -78,8 +78,8 @@ def _origin(block: dict[str, Any]) -> int:
     return min(starts, default=0)
 
 
-def chrome_trace(block: dict[str, Any], *, names: dict[str, str] | None = None) -> dict[str, Any]:
-    """The trace events of `block` (`TraceKeeper.block`); `names` titles the tracks (function -> shown name)."""
+def chrome_trace(block: dict[str, Any]) -> dict[str, Any]:
+    """The trace events of `block` (`TraceKeeper.block`): a track per function, named as the program calls it."""
     origin = _origin(block)
     events: list[dict[str, Any]] = []
     tids: dict[str, int] = {}
@@ -90,8 +90,7 @@ def chrome_trace(block: dict[str, Any], *, names: dict[str, str] | None = None) 
     def track(function: str) -> int:
         if function not in tids:
             tids[function] = len(tids) + 1
-            label = (names or {}).get(function, function)
-            meta = {"name": "thread_name", "ph": "M", "pid": PID, "tid": tids[function], "args": {"name": label}}
+            meta = {"name": "thread_name", "ph": "M", "pid": PID, "tid": tids[function], "args": {"name": function}}
             events.append(meta)
         return tids[function]
 

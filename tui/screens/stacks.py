@@ -14,7 +14,7 @@ from textual.binding import Binding
 
 from gputop.tui.bridge import RunSnapshot, ms, to_json
 from gputop.tui.screens.window import DrawnWindow
-from gputop.tui.text.program import parts_line, stacks_lines
+from gputop.tui.text.program import function_name, parts_line, stacks_lines
 
 __all__ = ["NOT_A_PROGRAM", "StacksScreen", "stacks_text"]
 
@@ -31,7 +31,7 @@ def stacks_text(snapshot: RunSnapshot | None, width: int, height: int) -> str:
         return NOT_A_PROGRAM
     lines = []
     for row in (program.get("functions") or [])[:4]:
-        name = f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
+        name = function_name(row)
         lines.append(f"{name}: {row.get('count', 0)} calls, p50 {ms(row.get('p50_ms'))}")
         parts = parts_line(row.get("parts"), short=width < 100)
         if parts:

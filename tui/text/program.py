@@ -18,6 +18,7 @@ __all__ = [
     "FUNCTION_HEADER",
     "dropped_line",
     "ended_text",
+    "function_name",
     "function_rows",
     "held_line",
     "parts_line",
@@ -42,6 +43,11 @@ def program_title(program: Mapping[str, Any], width: int = 100) -> str:
     if others:
         text += f" +{others} more process{'es' if others > 1 else ''}"
     return text
+
+
+def function_name(row: Mapping[str, Any]) -> str:
+    """`module.function` of a function row (`functions[]` of a report or a ProgramView's JSON), else the name."""
+    return f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
 
 
 def ended_text(program: Mapping[str, Any]) -> str:
@@ -69,7 +75,7 @@ def function_rows(
     rows = []
     for row in functions[:limit] if limit else functions:
         rate = row.get("recent_calls_per_s") if live else row.get("calls_per_s")
-        name = f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
+        name = function_name(row)
         rows.append(
             [
                 name,
@@ -179,7 +185,7 @@ def program_calls_text(program: Mapping[str, Any], *, live: bool) -> str:
 
 
 def _cut(row: Mapping[str, Any]) -> str:
-    name = f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
+    name = function_name(row)
     return name if len(name) <= PANE_NAME else name[: PANE_NAME - 1] + "…"
 
 

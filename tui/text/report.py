@@ -38,6 +38,7 @@ from gputop.tui.text.program import (
     FUNCTION_HEADER,
     dropped_line,
     ended_text,
+    function_name,
     function_rows,
     held_line,
     parts_line,
@@ -342,7 +343,7 @@ def functions_lines(report: Report) -> list[str]:
         return []
     lines = ["functions", *program_table([list(FUNCTION_HEADER), *function_rows(functions, live=False)])]
     for row in functions:
-        name = f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
+        name = function_name(row)
         parts = parts_line(row.get("parts"))
         if parts:
             lines.append(f"  {name}: {parts}")
