@@ -9,9 +9,11 @@ nothing on:
   alone; with all of the pass's modes; and as the pass runs it (all modes and
   the marks). Every variant is its own tool run of `--calls` calls, in a
   new order each round, so drift is shared.
-- CUDA: calls in this process with nothing on, with CUPTI kernel records only,
-  kernels plus each of the breakdown's activity kinds alone, and the pass's
-  own `record_calls` (every kind, a CUPTI timestamp around each call).
+- CUDA: calls in this process with nothing on, with the pass's NVML clock watch
+  reading beside them, with CUPTI kernel records only, kernels plus each of the
+  breakdown's activity kinds alone, every kind (the calls a default pass's
+  breakdown explains), and the pass's own `record_calls` (its kernel table's
+  calls: kernel records alone, a CUPTI timestamp around each call).
 Each variant's ratio is the median over rounds of its mean call against the
 same round's unprofiled mean (the pass's own ratio is a ratio of means too).
 Then the real pass runs `--passes` times (`profile_with_ireeprof`, or the CUPTI
@@ -137,6 +139,7 @@ def cuda_rounds(
     from gputop.core.profiling.cupti.activity import BREAKDOWN_KINDS, record_calls, record_kernels
     from gputop.core.profiling.overhead import measure_overhead, run_window
     from gputop.core.runners.iree_runner import IreeModuleRun
+    from gputop.core.watch.clock_watch import ClockWatch, gpu_clock_for
 
     runner = IreeModuleRun([device])
     runner.open_devices()
@@ -150,12 +153,25 @@ def cuda_rounds(
     def recorded(kinds: tuple[str, ...]) -> Callable[[], list[float]]:
         return lambda: record_kernels(timed, kinds)[1]
 
-    def pass_walls() -> list[float]:
-        return record_calls(runner.steady_call, calls)[1]
+    def pass_walls() -> list[float]:  # the default pass: its kernel table's calls (kernel records alone)
+        return record_calls(runner.steady_call, calls, apart=True).kernel_walls_s
 
-    variants: dict[str, Callable[[], list[float]]] = {"off": timed, "kernels": recorded(())}
+    def breakdown_walls() -> list[float]:  # the calls its breakdown explains (every kind on)
+        return record_calls(runner.steady_call, calls).breakdown_walls_s
+
+    def clock_watched() -> list[float]:  # nothing recorded, the pass's NVML clock watch (50 ms) reading beside
+        watch = ClockWatch(gpu_clock_for(device)[0])
+        watch.start()
+        try:
+            return timed()
+        finally:
+            watch.stop()
+
+    variants: dict[str, Callable[[], list[float]]] = {"off": timed, "clock watch": clock_watched}
+    variants["kernels"] = recorded(())
     for kind in BREAKDOWN_KINDS:
         variants[f"kernels + {kind}"] = recorded((kind,))
+    variants["all kinds (the breakdown's calls)"] = breakdown_walls
     variants["pass (record_calls)"] = pass_walls
     means: dict[str, list[float]] = {name: [] for name in variants}
     timed()  # warm up

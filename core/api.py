@@ -59,7 +59,13 @@ if TYPE_CHECKING:
     from gputop.core.paths import discard_session_dir, new_session_dir, write_crash_log
     from gputop.core.profiling.breakdown import breakdown_groups_text
     from gputop.core.profiling.ireeprof.ireeperf import read_profile
-    from gputop.core.profiling.overhead import PROFILE_LEVELS, kernels_cost_text, overhead_text, overhead_warning
+    from gputop.core.profiling.overhead import (
+        PROFILE_LEVELS,
+        breakdown_cost_text,
+        kernels_cost_text,
+        overhead_text,
+        overhead_warning,
+    )
     from gputop.core.profiling.work.efficiency import ridge_intensity
     from gputop.core.program import WATCH_PATH_DIR, ProgramHost, find_command, program_label
     from gputop.core.program.trace import program_trace
@@ -337,6 +343,7 @@ SAY: Rooms = {
     ),
     "gputop.core.profiling.overhead": (
         "PROFILE_LEVELS",
+        "breakdown_cost_text",
         "kernels_cost_text",
         "overhead_text",
         "overhead_warning",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import statistics
 from pathlib import Path
 
@@ -268,3 +269,36 @@ def test_a_cuda_pass_states_its_floor() -> None:
     }  # fmt: skip
     assert overhead_text(recorded).endswith(f"; floor 1.07x: {basis}")
     assert cupti_floor(26, None) == (None, None)
+
+
+CNN_CUDA_ENV = "GPUTOP_TEST_CNN_CUDA"  # a folder with cnn_cuda.vmfb and cnn_x.npy (bench/prepare_layers_bundle.py)
+
+
+@pytest.mark.gpu
+def test_a_default_cuda_pass_times_its_kernels_with_kernel_records_alone(tmp_path: Path) -> None:
+    """Issue 57 item 5: a CUDA pass at the default level times its kernels in calls with CUPTI's kernel records
+    alone (their cost is the floor the pass states) and explains the call from as many calls again with every
+    activity kind on, each set with its own cost; the second source is the unprofiled calls of the same run, and
+    BENCHMARKS.md sets both beside bench/profile_overhead.py's alternating rounds on the same H200."""
+    from test_program_profile import cuda_unavailable_reason
+
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    bundle = Path(os.environ.get(CNN_CUDA_ENV, ".device/layers"))
+    if not (bundle / "cnn_cuda.vmfb").exists():
+        pytest.skip(f"no {bundle / 'cnn_cuda.vmfb'}: set {CNN_CUDA_ENV} (bench/prepare_layers_bundle.py)")
+    report = tmp_path / "report.json"
+    proc = run_gputop(
+        "run", str(bundle / "cnn_cuda.vmfb"), "--device", "cuda", "-n", "400", "--profile", "--profile-calls", "100",
+        "--input", f"@{bundle / 'cnn_x.npy'}", "--json", str(report), timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    profile = json.loads(report.read_text())["profile"]
+    assert profile["profiling_on"] == "CUPTI activity kind CONCURRENT_KERNEL alone", profile["profiling_on"]
+    assert profile["overhead"]["profiled_calls"] == 100 and profile["overhead"]["floor_ratio"] > 1.0
+    apart = profile["breakdown_overhead"]
+    assert apart is not None and apart["profiled_calls"] == 100, apart
+    assert profile["breakdown_profiling_on"].startswith("CUPTI activity kinds CONCURRENT_KERNEL, DRIVER")
+    assert "breakdown call breakdown from 100 more calls with every activity kind on" in proc.stdout, proc.stdout
+    print(json.dumps({"overhead": profile["overhead"], "breakdown_overhead": apart}))

@@ -37,6 +37,7 @@ __all__ = [
     "SLOW_REFERENCE_CALL_ENV",
     "TOOL_REFERENCE_MIN",
     "WARN_RATIO",
+    "breakdown_cost_text",
     "cupti_floor",
     "kernels_cost_text",
     "measure_overhead",
@@ -164,6 +165,17 @@ def slowed_for_test(call_once: Callable[[], object]) -> Callable[[], object]:
         return result
 
     return slowed
+
+
+def breakdown_cost_text(breakdown_overhead: Mapping[str, Any] | None) -> str | None:
+    """Where a default CUDA pass's call breakdown comes from: as many calls again as the kernels', with CUPTI's
+    driver, copy, memset and synchronization records on too, and their own cost; None when one set gave both."""
+    if not breakdown_overhead:
+        return None
+    return (
+        f"call breakdown from {breakdown_overhead.get('profiled_calls')} more calls with every activity kind on, "
+        f"{breakdown_overhead['ratio']:.2f}x the unprofiled calls (the kernel times' calls had kernel records alone)"
+    )
 
 
 def kernels_cost_text(kernels_overhead: Mapping[str, Any] | None) -> str | None:

@@ -158,6 +158,10 @@ class ProfileSummary:
     # per-dispatch timestamps cost over 5%): that run's cost and what it had on.
     kernels_overhead: ProfileOverhead | None = None
     kernels_profiling_on: str | None = None
+    # Set where the call breakdown comes from other calls than the kernel times (a default CUDA pass: kernels timed
+    # with CUPTI's kernel records alone, the breakdown from as many calls again with every kind on): their cost.
+    breakdown_overhead: ProfileOverhead | None = None
+    breakdown_profiling_on: str | None = None
     passes: int = 1  # profile passes the kernel table merges (the TUI's repeated passes)
     pass_calls: int | None = None  # calls of the newest pass, where the table merges several (else `calls`)
     layers: tuple[LayerTime, ...] = ()  # kernel time by the source ops the kernels came from, largest first

@@ -29,6 +29,7 @@ from gputop.core.profiling.cupti.activity import BREAKDOWN_KINDS, record_calls
 from gputop.core.profiling.dispatches import DispatchEvent, pass_stem, summarize_events, write_trace
 from gputop.core.profiling.ireeprof.tool_pass import profile_with_ireeprof
 from gputop.core.profiling.overhead import (
+    breakdown_cost_text,
     cupti_floor,
     kernels_cost_text,
     measure_overhead,
@@ -55,6 +56,7 @@ EVENTS_KEPT = 100_000
 CUPTI_SOURCE = "CUPTI kernel, copy, driver API and synchronization activity"
 CUPTI_FIT = "one clock: CUPTI timestamps for the call's window, its API calls and the device's work"
 CUPTI_ON = "CUPTI activity kinds " + ", ".join(("CONCURRENT_KERNEL", *BREAKDOWN_KINDS))
+CUPTI_KERNELS_ON = "CUPTI activity kind CONCURRENT_KERNEL alone"
 
 
 # profile-HHMMSS.ireeprof, -calls.json, -marks.txt, .log, ...; profile-HHMMSS_2... for a second pass in that second
@@ -172,16 +174,17 @@ class ProfilePasses:
         cost against `unprofiled` (the run's own calls just before it)."""
         ctx = self._ctx
         device = self._devices[0]
-        events, walls, call_records = record_calls(slowed_for_test(call_once), calls)
+        recorded = record_calls(slowed_for_test(call_once), calls, apart=level == "default")
+        events, walls = recorded.events, recorded.kernel_walls_s
         trace = write_trace(
             events, device.id, ctx.session_dir / f"{pass_stem(ctx.session_dir)}.trace.json",
-            calls=call_records, source_ops=self._source_ops_named,
+            calls=recorded.call_records, source_ops=self._source_ops_named,
         )  # fmt: skip
         latest = summarize_events(
             events, calls=calls, source="cupti", device_id=device.id,
             call_wall_ms=statistics.fmean(walls) * 1e3, trace_path=str(trace),
         )  # fmt: skip
-        breakdown = build_breakdown(call_records, source=CUPTI_SOURCE, fit=CUPTI_FIT)
+        breakdown = build_breakdown(recorded.call_records, source=CUPTI_SOURCE, fit=CUPTI_FIT)
         method = (
             f"{len(unprofiled)} unprofiled calls of the run's function made just before the pass, after "
             f"its warm-up (max(calls, 20)), in this process"
@@ -191,7 +194,13 @@ class ProfilePasses:
             launches = sum(k.per_call for k in latest.kernels)
             floor, basis = cupti_floor(launches, overhead.unprofiled_median_ms)
             overhead = replace(overhead, floor_ratio=floor, floor_basis=basis)
-        latest = replace(latest, call_breakdown=breakdown, overhead=overhead, profiling_on=CUPTI_ON, level=level)
+        latest = replace(
+            latest, call_breakdown=breakdown, overhead=overhead, level=level,
+            profiling_on=CUPTI_KERNELS_ON if recorded.apart else CUPTI_ON,
+        )  # fmt: skip
+        if recorded.apart:  # the breakdown's own calls, with every kind on, and what they cost
+            breakdown_cost = measure_overhead([wall * 1e3 for wall in recorded.breakdown_walls_s], unprofiled, method)
+            latest = replace(latest, breakdown_overhead=breakdown_cost, breakdown_profiling_on=CUPTI_ON)
         return latest, events
 
     def _merge(
@@ -242,6 +251,7 @@ class ProfilePasses:
                 merged, call_breakdown=latest.call_breakdown, hints=latest.hints, overhead=latest.overhead,
                 profiling_on=latest.profiling_on, level=latest.level, kernels_overhead=latest.kernels_overhead,
                 kernels_profiling_on=latest.kernels_profiling_on, call_kernel_ms=latest.call_kernel_ms,
+                breakdown_overhead=latest.breakdown_overhead, breakdown_profiling_on=latest.breakdown_profiling_on,
                 gap_ms=latest.gap_ms, passes=self._passes, pass_calls=calls,
             )  # fmt: skip
         ctx.state.profile.set_profile(merged)
@@ -283,6 +293,9 @@ class ProfilePasses:
         separate = kernels_cost_text(to_json(latest.kernels_overhead) if latest.kernels_overhead else None)
         if separate:
             state.log.add("info", f"profile: {separate} ({latest.kernels_profiling_on})")
+        apart = breakdown_cost_text(to_json(latest.breakdown_overhead) if latest.breakdown_overhead else None)
+        if apart:
+            state.log.add("info", f"profile: {apart} ({latest.breakdown_profiling_on})")
 
     def rate_alone(self, summary: ProfileSummary) -> ProfileSummary:
         """A kernel table no pass of this run made (a counters pass's own), rated as a pass is, without clocks."""

@@ -193,6 +193,8 @@ class KernelsPane(BoxPane):
         cost = f"\n{overhead_text(to_json(profile.overhead))}" if profile.overhead is not None else ""
         if profile.kernels_overhead is not None:  # the kernel times are another run's, which cost more
             cost += f"\nkernel times: a run {profile.kernels_overhead.ratio:.2f}x (per-dispatch timestamps)"
+        if profile.breakdown_overhead is not None:  # the breakdown's calls had every CUPTI kind on, the kernels' not
+            cost += f"\nbreakdown: other calls {profile.breakdown_overhead.ratio:.2f}x (every CUPTI kind on)"
         measured = counters_line(snapshot.counters_pass)
         # The table may merge passes; the per-call line is the newest pass's own, as the Timeline and the Log say.
         merged = f" over {profile.passes} passes" if profile.passes > 1 else ""

@@ -16,6 +16,7 @@ from gputop.tui.bridge import (
     NAME_MARK,
     RATE,
     TIME_US,
+    breakdown_cost_text,
     column,
     kernels_cost_text,
     limits_lines,
@@ -85,6 +86,11 @@ def overhead_lines(profile: dict[str, Any]) -> list[str]:
     if separate:
         lines.append(f"kernels   {separate}")
         lines.append(f"          {overhead_text(profile['kernels_overhead'])}, {profile.get('kernels_profiling_on')}")
+    apart = breakdown_cost_text(profile.get("breakdown_overhead"))
+    if apart:
+        lines.append(f"breakdown {apart}")
+        on = profile.get("breakdown_profiling_on")
+        lines.append(f"          {overhead_text(profile['breakdown_overhead'])}, {on}")
     return lines
 
 

@@ -13,13 +13,14 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from gputop.core.errors import ProfileError
 from gputop.core.profiling.breakdown import CallRecords, Interval
 from gputop.core.profiling.dispatches import DispatchEvent
 
-__all__ = ["BREAKDOWN_KINDS", "BUFFER_BYTES", "cupti_unavailable_reason", "record_calls", "record_kernels"]
+__all__ = ["BREAKDOWN_KINDS", "BUFFER_BYTES", "CuptiPass", "cupti_unavailable_reason", "record_calls", "record_kernels"]
 
 _lock = threading.Lock()
 _registered = False
@@ -56,18 +57,52 @@ def record_kernels(
     return _kernel_events(records.result()), walls
 
 
-def record_calls(
-    call_once: Callable[[], object], calls: int
-) -> tuple[list[DispatchEvent], list[float], list[CallRecords]]:
-    """`calls` calls with kernels, copies, driver API calls and syncs recorded, each call's window on CUPTI's clock.
+@dataclass(frozen=True)
+class CuptiPass:
+    """What one CUDA pass recorded: the kernels and their calls' walls, and the calls the breakdown explains.
 
-    Returns the kernel events, each call's synced wall time in seconds (CUPTI's
-    clock, the one its records use) and each call's records for the call breakdown.
+    At the default level the kernels are timed in calls with CUPTI's kernel records alone (their cost is the
+    floor, about 1.0 µs a kernel), and the call breakdown comes from as many calls again with the driver, copy,
+    memset and synchronization records on as well, which cost more on a call of many short kernels. Kernel
+    times then describe calls at the floor, and each set of calls states its own cost. At the full level one
+    set of calls has every kind on and gives both.
     """
+
+    events: list[DispatchEvent]
+    kernel_walls_s: list[float]  # the calls the kernel times come from: each one's synced wall (CUPTI's clock)
+    breakdown_walls_s: list[float]  # the calls the breakdown explains (the same calls where one set gave both)
+    call_records: list[CallRecords]
+    apart: bool  # the breakdown's calls are another set than the kernels'
+
+
+def record_calls(call_once: Callable[[], object], calls: int, *, apart: bool = False) -> CuptiPass:
+    """`calls` calls with kernels, copies, driver API calls and syncs recorded, each call's window on CUPTI's
+    clock; with `apart`, `calls` calls with kernel records alone first, which the kernel table comes from."""
+    kernel_events: list[DispatchEvent] | None = None
+    kernel_walls: list[float] = []
+    if apart:
+        activities, windows = _recorded_calls(call_once, calls, ())
+        kernel_events, kernel_walls = _kernel_events(activities), _walls(windows)
+    activities, windows = _recorded_calls(call_once, calls, BREAKDOWN_KINDS)
+    walls = _walls(windows)
+    return CuptiPass(
+        events=kernel_events if kernel_events is not None else _kernel_events(activities),
+        kernel_walls_s=kernel_walls if apart else walls,
+        breakdown_walls_s=walls,
+        call_records=_call_records(activities, windows),
+        apart=apart,
+    )
+
+
+def _recorded_calls(
+    call_once: Callable[[], object], calls: int, extra_kinds: tuple[str, ...]
+) -> tuple[list[Any], list[tuple[float, float]]]:
+    """`calls` calls (after RECORDING_WARMUP_CALLS) with kernels and `extra_kinds` recorded: the records of the
+    timed calls and each call's window (CUPTI's clock, ns)."""
     from cupti import cupti
 
     windows: list[tuple[float, float]] = []
-    with _recording(BREAKDOWN_KINDS) as records:
+    with _recording(extra_kinds) as records:
         for _ in range(RECORDING_WARMUP_CALLS):
             call_once()
         for _ in range(calls):
@@ -75,9 +110,11 @@ def record_calls(
             call_once()
             windows.append((started, float(cupti.get_timestamp())))
     # The warm-up calls' records fall before the first window: neither a kernel of the table nor part of a call.
-    activities = [a for a in records.result() if not _began_before(a, windows[0][0])]
-    events = _kernel_events(activities)
-    return events, [(end - start) / 1e9 for start, end in windows], _call_records(activities, windows)
+    return [a for a in records.result() if not _began_before(a, windows[0][0])], windows
+
+
+def _walls(windows: list[tuple[float, float]]) -> list[float]:
+    return [(end - start) / 1e9 for start, end in windows]
 
 
 # The first call with recording on pays CUPTI's own set-up (seen on an H200: a 10-call pass's mean 2.9-3.5 ms against
