@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from pathlib import Path
 
 from gputop.core.module.device_discovery import resolve_device
 from gputop.core.module.inputs import parse_input
@@ -32,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     runner = IreeModuleRun([resolve_device("cuda")])
     runner.open_devices()
-    runner.load_module(args.vmfb)
+    runner.load_module(Path(args.vmfb))
     runner.create_context(args.function)
     runner.upload([parse_input(i) for i in args.input])
     runner.timed_calls(args.calls)  # the module's own first calls
