@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="recorded calls left out before the timed ones")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=4)
+    parser.add_argument("--prime", default="0x0", help="CYCLESxCALLS: recordings made and dropped before the first")
     args = parser.parse_args()
     runner = IreeModuleRun([resolve_device("cuda")])
     runner.open_devices()
@@ -38,12 +39,19 @@ def main() -> None:
     runner.upload([parse_input(i) for i in args.input])
     runner.timed_calls(args.calls)  # the module's own first calls
     activity.RECORDING_WARMUP_CALLS = args.warmup
+    cycles, calls = (int(v) for v in args.prime.split("x"))
+    for _ in range(cycles):
+        activity.record_calls(runner.steady_call, calls, apart=True)
     ratios = []
     for _ in range(args.repeats):
         unprofiled = statistics.median(runner.timed_calls(args.calls))
         recorded = activity.record_calls(runner.steady_call, args.calls, apart=True)
         ratios.append(statistics.median(recorded.kernel_walls_s) / unprofiled)
-    print(json.dumps({"warmup": args.warmup, "calls": args.calls, "ratios": [round(r, 3) for r in ratios]}))
+    print(
+        json.dumps(
+            {"warmup": args.warmup, "prime": args.prime, "calls": args.calls, "ratios": [round(r, 3) for r in ratios]}
+        )
+    )
     runner.close()
 
 
