@@ -33,6 +33,7 @@ from test_program_profile import (
     fake_cupti,
     profile_request,
     program_python_version,
+    runtime_only_folder,
 )
 
 from gputop.core.program.profile import PROFILE_CALLS, PROFILE_WARMUP_CALLS
@@ -138,31 +139,55 @@ def test_a_module_without_sources_says_why_its_kernels_have_none(
     assert "--iree-hal-dump-executable-sources-to=model.sources --mlir-print-debuginfo" in reason
 
 
-def test_a_cuda_programs_kernels_are_named_through_the_real_command(
-    program_python: Path, program_assets: tuple[Path, Path], short_dir: Path
-) -> None:
+def prepare_cuda_sources(folder: Path) -> Path:
+    """model.vmfb for CUDA (sm_80: H100/H200) with model.sources/ and model.work.json beside it, and model.irpa:
+    made where the compiler is, for the GPU machines, which have none to read the sources with (the work file
+    carries the ops' locations). Returns the folder.
+
+    On the CPU machine: `python -c 'import sys; sys.path[:0] = ["tests", "tests/programs"]; from pathlib import
+    Path; from test_program_kernel_names import prepare_cuda_sources as p; p(Path(".device/kernel_names"))'`
+    """
+    import iree.runtime as rt
+
+    from gputop.core.profiling.work.ir_count import module_work
+
+    vmfb = compile_with_sources(folder, ("--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80"))
+    assert module_work(vmfb).with_locs and vmfb.with_suffix(".work.json").is_file()
+    index = rt.ParameterIndex()
+    for name, value in make_assets.weights().items():
+        index.add_buffer(name, value.tobytes())
+    index.create_archive_file(str(folder / "model.irpa"))
+    return folder
+
+
+@pytest.mark.gpu
+def test_a_cuda_programs_kernels_are_named_through_the_real_command(short_dir: Path) -> None:
     """GPU machines: `gputop run --profile -- python load_and_call.py model.vmfb ...` with the real CUPTI.
 
-    The module is compiled for CUDA with its sources here, or taken from GPUTOP_TEST_CUDA_SOURCES (a folder
-    with model.vmfb, model.sources/ and model.work.json made on a machine with the compiler: the GPU
-    machines have none to read the sources with).
+    The program runs in an environment of its own (iree.runtime and what it needs, not gputop), as
+    test_program_profile.py's GPU test runs it; its module comes from GPUTOP_TEST_CUDA_SOURCES
+    (`prepare_cuda_sources`), or is compiled here where the compiler is.
     """
     reason = cuda_unavailable_reason()
     if reason is not None:
         pytest.skip(reason)
     ready = os.environ.get("GPUTOP_TEST_CUDA_SOURCES")
     if ready:
-        vmfb = Path(ready) / "model.vmfb"
+        folder = Path(ready)
     elif (Path(sys.executable).parent / "iree-compile").exists():
-        vmfb = compile_with_sources(short_dir / "model", ("--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80"))
+        folder = prepare_cuda_sources(short_dir / "model")
     else:
-        pytest.skip("no CUDA module with sources: set GPUTOP_TEST_CUDA_SOURCES or install iree-compile")
+        pytest.skip("no CUDA module with sources: set GPUTOP_TEST_CUDA_SOURCES (prepare_cuda_sources)")
+    runtime = runtime_only_folder(short_dir / "runtime")
+    python = short_dir / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{runtime}" exec "{sys.executable}" -s "$@"\n')
+    python.chmod(0o755)
     out = short_dir / "report.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GPUTOP_WATCH"))}
     proc = subprocess.run(
         [sys.executable, "-m", "gputop.tui", "run", "--profile", "--json", str(out), "--",
-         str(program_python), str(PROGRAMS / "load_and_call.py"), str(vmfb), str(program_assets[1]), "400",
-         "--device", "cuda"],
+         str(python), str(PROGRAMS / "load_and_call.py"), str(folder / "model.vmfb"), str(folder / "model.irpa"),
+         "400", "--device", "cuda"],
         capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -171,4 +196,8 @@ def test_a_cuda_programs_kernels_are_named_through_the_real_command(
     assert all(k["source_ops"] or k["source_ops_reason"] for k in kernels), kernels
     named = [k for k in kernels if k["source_ops"]]
     assert named, [(k["name"], k["source_ops_reason"]) for k in kernels]
-    assert {op["op"] for k in named for op in k["source_ops"]} <= {"linalg.matmul", "linalg.fill"}
+    lines = make_assets.MLIR.splitlines()
+    for op in (op for k in named for op in k["source_ops"]):
+        file, line, column = op["loc"].rsplit(":", 2)
+        assert file == "model.mlir" and lines[int(line) - 1][int(column) - 1 :].startswith(op["op"]), op
+    print(json.dumps([(k["name"], k["source_ops"], k["source_ops_reason"]) for k in kernels]))
