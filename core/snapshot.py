@@ -68,7 +68,7 @@ class RunSnapshot:
     profile: ProfileSummary | None = None
     profiling: bool = False  # a profile pass is under way
     enqueue: CallStats | None = None  # OpenCL: time for the enqueues to return, beside the synced time
-    exports: tuple[ExportAffinity, ...] = ()  # multi-device runs: affinity of every argument and result
+    exports: tuple[ExportAffinity, ...] = ()  # affinity of every argument and result (one device: every result)
     transfers: tuple[Transfer, ...] = ()
     device_names: tuple[tuple[str, str], ...] = ()  # (compiler device name, gputop device id)
     captures: tuple[CaptureInfo, ...] = ()

@@ -57,7 +57,11 @@ def test_run_json_report_has_the_contract_keys() -> None:
     assert all(report["phases"][k] is not None for k in PHASES)
     assert set(report["calls"]) >= CALL_KEYS and report["calls"]["count"] == 5
     assert report["calls"]["min_ms"] <= report["calls"]["p50_ms"] <= report["calls"]["max_ms"]
-    assert report["kernels"] == [] and report["exports"] == [] and report["captures"] == []
+    assert report["kernels"] == [] and report["captures"] == []
+    # One device: mlp's one result, produced and exported there (issue 57; before it, `exports` was []).
+    assert [(r["function"], r["value_type"], r["export_affinity"], r["flag"]) for r in report["exports"]] == [
+        ("mlp", "256x256xf32", "local-task", None)
+    ]
     assert report["device"]["id"] == "local-task"
     assert report["check"]["passed"] is True
     [memory] = report["memory"]["devices"]

@@ -39,15 +39,10 @@ from gputop.core.program.diagnose import (
 from gputop.core.program.events import device_from_event, load_from_event, load_line, with_nvml_gpu
 from gputop.core.program.findings import Findings
 from gputop.core.program.growth import GrowthTracker
+from gputop.core.program.kernel_names import ProgramKernelNames
 from gputop.core.program.memory import ProgramMemory, pools_in_report
 from gputop.core.program.phases import ProgramPhases
-from gputop.core.program.profile import (
-    PROFILE_CALLS,
-    PROFILE_WARMUP_CALLS,
-    cupti_paths,
-    profile_from_event,
-    why_not,
-)
+from gputop.core.program.profile import PROFILE_CALLS, PROFILE_WARMUP_CALLS, cupti_paths, profile_from_event, why_not
 from gputop.core.program.stacks import StackSampler, find_py_spy
 from gputop.core.program.trace import TraceKeeper
 from gputop.core.records.devices import DeviceInfo
@@ -137,6 +132,7 @@ class WatchedProcess:
         self.report: dict[str, Any] | None = None
         self._closed_why: str | None = None
         self.trace = TraceKeeper()  # the newest calls, reads, stacks and kernels: program_trace.json at the end
+        self._kernel_names = ProgramKernelNames()  # each loaded module file's sources, read at its first profile
         self._stacks: StackSampler | None = None
         self._stacks_view: ProgramStacks | None = None
         self._calls_dropped = 0  # calls the watcher counted but could not send
@@ -319,10 +315,11 @@ class WatchedProcess:
         self.state.profile.set_profiling(False)
         with self._lock:
             device = next((d.id for d in self._devices.values() if d.backend == "cuda"), "cuda:0")
+            loads, cwd = list(self._loads), self._hello.get("cwd")
         self.trace.add_kernels(event)
         summary, line = profile_from_event(event, device)
-        if summary is not None:
-            self.state.profile.set_profile(summary)
+        if summary is not None:  # named by the module files the program loaded, as gputop run names them
+            self.state.profile.set_profile(self._kernel_names.name(summary, loads, cwd))
         self.state.log.add("info" if summary is not None else "warning", line)
 
     def _on_profile_refused(self, event: dict[str, Any]) -> None:

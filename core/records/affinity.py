@@ -35,6 +35,9 @@ class ExportAffinity:
     # was computed from a profiled call's real input shapes.
     transfer_bytes_expr: str | None = None
     bytes_from_call: bool = False
+    # The value's type as the module declares it (`1x100xf32`), where known: a one-device run's records, read
+    # from the loaded module (`module/results.py`); None for the affinity analysis's, and where unknown.
+    value_type: str | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from gputop.core.module import demos
 from gputop.core.module.check import compare_outputs, load_reference
 from gputop.core.module.contents import vmfb_contents
 from gputop.core.module.inputs import make_inputs, tool_input_args
+from gputop.core.module.results import one_device_exports
 from gputop.core.module.signature import FunctionSignature
 from gputop.core.onnx.onnx_import import graph_signature, imported_interface, interface_changed, random_ops_in
 from gputop.core.params.placement import check_placement, device_room
@@ -170,6 +171,9 @@ class IreeFlow:
         del results  # device arrays must not outlive the runner's teardown
         state.lifecycle.phase(first_call_s=time.perf_counter() - started)
         state.outcome.set_tensors(outputs=outputs)
+        if len(module.devices) == 1:  # every result on the run's device; multi-device: the affinity analysis's
+            exports = one_device_exports(runner.function_results(), module.devices[0].id, signature, outputs)
+            state.devices.set_exports(exports, ())
         state.outcome.record_check(check_outputs(ctx, outputs, inputs, demo))
         observe_exports(ctx, module, signature)  # multi-device: the bytes one profiled call really moved
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from gputop.core.errors import RuntimeFailure, UsageError
 from gputop.core.files import require_file
+from gputop.core.module.results import FunctionResults, function_results
 from gputop.core.module.signature import FunctionSignature, signature_of
 from gputop.core.params.archive import PARAMETER_SUFFIXES, ParameterEntry, archive_kind, read_archive
 from gputop.core.params.streamed_load import ParameterStream, StreamOptions
@@ -269,6 +270,11 @@ class IreeModuleRun:
         names = [n for n in self.module.function_names if not n.startswith("__")]
         # IREE adds "NAME$async" beside each sync export of imported models; callers want NAME.
         return [n for n in names if not (n.endswith("$async") and n.removesuffix("$async") in names)]
+
+    def function_results(self) -> list[FunctionResults]:
+        """Each exported function's results, read from the loaded module (its declarations and calling
+        conventions), for the Exports pane of a one-device run."""
+        return function_results(self.module, self.exported_functions())
 
     def default_function(self) -> str:
         names = self.exported_functions()

@@ -3,7 +3,8 @@
 Multi-device modules can export a result on a device other than the one that
 produced it (a hidden transfer) or fall back to a default device. This pane
 has one row per result with its affinity and its producer's device, marked
-where they differ. A single-device run exports everything on its one device;
+where they differ. A single-device run exports every result of every function
+on its one device, as the loaded module declares them (`module/results.py`);
 multi-device runs show the compiler's affinity analysis of every argument
 and result, with hidden transfers in red, and the bytes a profiled call
 really copied beside the analysis's figure ("seen"), where a profile can see them.
@@ -56,9 +57,12 @@ def export_rows(snapshot: RunSnapshot) -> dict[str, tuple[str | Text, ...]]:
             seen = record.observed_transfer_bytes
             if seen is not None and (seen or record.transfer_bytes):
                 note += f" (seen {human_bytes(seen)})"
+            if len(devices) == 1 and not note:
+                note = "single device"  # produced and exported on the run's one device: nothing moves
             style = STYLES.get(record.flag or "", "")
+            value = f"{'arg' if record.kind == 'argument' else 'result'} {record.index}"
             rows[f"{record.function}/{record.kind}/{record.index}"] = (
-                f"{'arg' if record.kind == 'argument' else 'result'} {record.index}",
+                f"{value} {record.value_type}" if record.value_type else value,
                 device_label(names, record.export_affinity),
                 device_label(names, record.producer_affinity),
                 Text(note.strip(), style=style),

@@ -251,8 +251,9 @@ def captures_lines(report: Report) -> list[str]:
 
 
 def exports_lines(report: Report) -> list[str]:
-    """A multi-device run's exports: where each was produced and exported, and what moved."""
-    if not report.get("exports"):
+    """A multi-device run's exports: where each was produced and exported, and what moved (a one-device run's
+    are all on its device: the report's `outputs` line says what the called function returned)."""
+    if not report.get("exports") or not report.get("device_names"):
         return []
     table = affinity_table(report["exports"], report.get("transfers", []), report.get("device_names") or {})
     return ["exports", *("  " + line for line in table.splitlines())]

@@ -29,7 +29,7 @@ class DevicesFields(TypedDict):
 
 @dataclass(eq=False)
 class DevicesState:
-    """The run's devices (the first is the one the header shows) and, multi-device, their affinity analysis."""
+    """The run's devices (the first is the one the header shows) and where each function's values live."""
 
     link: RunLink = field(default_factory=RunLink.alone)
     devices: tuple[DeviceInfo, ...] = ()
@@ -51,7 +51,8 @@ class DevicesState:
         self.link.publish(True)
 
     def set_exports(self, exports: tuple[ExportAffinity, ...], transfers: tuple[Transfer, ...]) -> None:
-        """Multi-device runs: the affinity of every argument and result, and the transfers between devices."""
+        """The affinity of every argument and result and the transfers between devices (multi-device); one
+        device: every function's results, on it."""
         with self.link.lock:
             self.exports, self.transfers = exports, transfers
 
