@@ -29,7 +29,11 @@ _GAP = "  "
 def origin_of(kernel: KernelTiming) -> dict[str, Any]:
     """The part of a kernel's JSON form these functions read, without converting the whole kernel (the Kernels
     pane and the roofline draw many a second)."""
-    return {"source_ops": to_json(kernel.source_ops), "source_ops_reason": kernel.source_ops_reason, "work": kernel.work}
+    return {
+        "source_ops": to_json(kernel.source_ops),
+        "source_ops_reason": kernel.source_ops_reason,
+        "work": kernel.work,
+    }
 
 
 def from_cell(kernel: Row, width: int | None = None) -> str:

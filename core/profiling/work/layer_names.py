@@ -108,22 +108,24 @@ def _scoped(op: SourceOp) -> _Scoped:
 
 
 def _parts(ops: list[_Scoped]) -> list[_Part]:
-    """The ops by scope: one part for their common scope where they have one, else one per top scope, each
-    named by its own common scope (recursively, so `layer2.0` names a part of `layer2`'s ops)."""
+    """The ops by scope: one part for their common scope, named by what is left of each op's path; where they
+    have none, or two ops of different modules would read alike (`conv2` of `layer3.0` and of `layer3.2`, one
+    kernel run for both), one part per scope below the common one, each named the same way."""
     if not ops:
         return []
     common = _common(op.path for op in ops)
-    if not common:
-        tops: dict[str, list[_Scoped]] = {}
-        for index, op in enumerate(ops):  # each top scope in the order of its first op; bare ops on their own
-            tops.setdefault(op.path[0] if op.path else f"\0{index}", []).append(op)
-        if len(tops) > 1:
-            return [part for group in tops.values() for part in _parts(group)]
-    if all(len(op.path) == len(common) for op in ops) and common:
+    if common and all(len(op.path) == len(common) for op in ops):
         common = common[:-1]  # all one module's ops (`/classifier/fc/Gemm`): that module, in its parent's scope
         if common and ops[0].path[-1].startswith(common[-1] + "."):
             common = common[:-1]  # a Sequential's child (`downsample.0` of `downsample`): in the block around it
     leaves = [op.path[len(common) :][-1] if len(op.path) > len(common) else op.leaf for op in ops]
+    alike = len(set(leaves)) < len({(op.path, leaf) for op, leaf in zip(ops, leaves, strict=True)})
+    if not common or alike:
+        below: dict[str, list[_Scoped]] = {}
+        for index, op in enumerate(ops):  # each scope in the order of its first op; an op at this level alone
+            below.setdefault(op.path[len(common)] if len(op.path) > len(common) else f"\0{index}", []).append(op)
+        if len(below) > 1:
+            return [part for group in below.values() for part in _parts(group)]
     return [_Part(common[-1] if common else "", tuple(dict.fromkeys(leaf for leaf in leaves if leaf)))]
 
 
