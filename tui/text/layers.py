@@ -16,13 +16,25 @@ from typing import Any
 
 from gputop.tui.bridge import TIME_US, KernelTiming, column, named_layer, percent, to_json
 
-__all__ = ["FROM_WIDTH", "from_cell", "layer_rows", "layer_table", "layers_lines", "origin_of", "source_ops_text"]
+__all__ = [
+    "FROM_WIDTH",
+    "REPORT_FROM_WIDTH",
+    "from_cell",
+    "layer_rows",
+    "layer_table",
+    "layers_lines",
+    "origin_of",
+    "source_ops_text",
+]
 
 Row = Mapping[str, Any]
 # The `from` column's most: at 120 columns the Kernels pane's table (68 cells) holds kernel, from, count and
 # avg, at 80 (the pane forward, 74 cells) share too, as before names were scoped; a longer name drops ops
 # from its end (`layer2.0: conv2 +4`).
 FROM_WIDTH = 23
+# In `gputop run --profile`'s kernel table, beside kernel names of 50 characters: a block's ops whole, a kernel
+# fused across many blocks counted (`layer4.1: conv2 + add +6`); the `layers` section below names each whole.
+REPORT_FROM_WIDTH = 48
 _GAP = "  "
 
 
