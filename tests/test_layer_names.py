@@ -141,6 +141,9 @@ def test_a_padding_copy_is_named_as_a_copy(profiled: tuple[dict[str, Any], str])
         (["/classifier/fc/MatMul", "/classifier/fc/Add"], None, "classifier: fc"),
         (["/conv1/Conv", "/relu/Relu"], None, "conv1 + relu"),
         (["/layer2/layer2.0/relu_1/Relu", "/avgpool/GlobalAveragePool"], None, "layer2.0: relu_1; avgpool"),
+        # Read in another order (a .vmfb's sources, by line), the block with most of the ops still first.
+        (["/avgpool/GlobalAveragePool", "/layer3/layer3.2/conv2/Conv", "/layer3/layer3.2/Add"], 24,
+         "layer3.2: conv2 + add +1"),
         # One kernel IREE runs for two layers of one shape: each by its block, not `layer3: conv2` twice.
         (["/layer3/layer3.0/conv2/Conv", "/layer3/layer3.2/conv2/Conv"], None, "layer3.0: conv2; layer3.2: conv2"),
     ],

@@ -7,7 +7,8 @@ block (`…nsample/downsample.0 + layer2/layer2.0`); each node by its last two s
 unrelated layers, an `Add` as the block itself. Named by the scope its ops share, then each op by what
 is left of its path, it reads `layer2.0: conv2 + downsample.0 + add`, and a narrower cell drops ops from
 the end (`layer2.0: conv2 +2`), never the block. Ops from several blocks (an elementwise tail fused into
-the next block's pooling) are named block by block: `layer2.0: conv2 + add; avgpool`.
+the next block's pooling) are named block by block, the one with most of them first:
+`layer2.0: conv2 + add; avgpool`.
 
 A kernel that only moves data (a copy the compiler made, padding a convolution's input) carries the
 locations of the ops it copies for; it is named as a copy (`copy for conv1`), so a pad is not read as the
@@ -70,7 +71,9 @@ def layer_name(ops: Sequence[SourceOp], *, copy: bool = False, width: int | None
     are dropped from the end and counted (`layer2.0: conv2 +2`), and only a name that still does not fit
     is cut at its end (`copy for layer1.0: con… +1`). Empty for no ops.
     """
-    parts = _parts([_scoped(op) for op in ops])
+    # The block with most of the ops first (an elementwise tail fused into the next block's pooling is the
+    # block's work); blocks of as many ops in the ops' order.
+    parts = sorted(_parts([_scoped(op) for op in ops]), key=lambda part: -len(part.leaves))
     prefix = COPY_FOR if copy else ""
     total = sum(len(part.leaves) for part in parts)
     text = prefix + _joined(parts, total)
