@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         overhead_warning,
     )
     from gputop.core.profiling.work.efficiency import ridge_intensity
+    from gputop.core.profiling.work.layer_names import layer_name, named_layer
     from gputop.core.program import WATCH_PATH_DIR, ProgramHost, find_command, program_label
     from gputop.core.program.trace import program_trace
     from gputop.core.records.base import to_json
@@ -298,7 +299,7 @@ SERVE: Rooms = {
 }
 
 # Say it: the one formatter of every number a person reads, and the engine's own sentences (limits, work,
-# neighbours, a pass's cost, the call modes), so every face prints a figure alike.
+# neighbours, a pass's cost, the call modes, a kernel's model layers), so every face prints a figure alike.
 SAY: Rooms = {
     "gputop.core.units": (
         "ABOVE_ESTIMATE",
@@ -350,6 +351,7 @@ SAY: Rooms = {
     ),
     "gputop.core.profiling.breakdown": ("breakdown_groups_text",),
     "gputop.core.profiling.work.efficiency": ("ridge_intensity",),
+    "gputop.core.profiling.work.layer_names": ("layer_name", "named_layer"),
     "gputop.core.call_modes": ("modes_text",),
     "gputop.core.watch.neighbour_watch": ("host_load_limit",),
 }

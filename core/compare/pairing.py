@@ -17,12 +17,14 @@ from typing import Any
 from gputop.core.compare.reading import report_samples
 from gputop.core.compare.samples import as_array
 from gputop.core.compare.significance import Change, test_change, untested
+from gputop.core.profiling.work.layer_names import layer_name
 from gputop.core.profiling.work.source_ops import display_name
 from gputop.core.records.profile import SourceOp
 
 __all__ = ["DISPATCH_ORDINAL", "KernelChange", "SourceOpsKey", "kernel_changes", "source_ops_key"]
 
 DISPATCH_ORDINAL = re.compile(r"_dispatch_(\d+)")
+SOURCE_LABEL_WIDTH = 48  # as the report's kernel table's `from`
 
 
 @dataclass(frozen=True)
@@ -47,11 +49,11 @@ class KernelChange:
 
     @property
     def source_label(self) -> str | None:
-        """`/layers/conv1/Conv +1`: its first source op and how many more were fused into it; None without."""
+        """`layers: conv1 + relu1`: its source ops as every face names them (`layer_name`, their common scope
+        first, within 48 characters); None without."""
         if not self.source_ops:
             return None
-        more = len(self.source_ops) - 1
-        return self.source_ops[0] + (f" +{more}" if more else "")
+        return layer_name([SourceOp(op, "", None) for op in self.source_ops], width=SOURCE_LABEL_WIDTH)
 
 
 def _kernel_rows(report: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

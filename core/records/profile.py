@@ -34,10 +34,15 @@ class LayerTime:
     """The kernel time per call of the kernels formed from one group of source ops."""
 
     name: str  # the source op's name, or the group's: `conv1 + relu1`
-    op: str  # its op types: `Conv + Relu`
+    op: str  # its op types: `Conv + Relu`; `copy` for kernels that only move data for them
     kernels: tuple[str, ...]  # the kernels formed from exactly this group
     ms_per_call: float
     share: float  # of the summed kernel time of a call, as the kernels' share
+    # The group named as every face names it (`profiling/work/layer_names.py`): its ops' common scope first,
+    # `layer1.0: conv2 + add + relu_1`, or `copy for conv1`.
+    label: str = ""
+    source_ops: tuple[SourceOp, ...] = ()  # the group's ops, as `name` names them (empty for UNMAPPED)
+    copy: bool = False  # its kernels compute nothing: copies (a convolution's padding) made for these ops
 
 
 @dataclass(frozen=True)

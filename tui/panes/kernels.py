@@ -56,7 +56,7 @@ from gputop.tui.bridge import limits_line as limits_text
 from gputop.tui.call_strip import call_strip, call_strip_rows
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
-from gputop.tui.text.layers import from_cell, origin_of, source_ops_text
+from gputop.tui.text.layers import FROM_WIDTH, from_cell, origin_of, source_ops_text
 
 __all__ = ["KernelsPane", "vs_base", "without_function"]
 
@@ -65,7 +65,7 @@ NAME_WIDTH = 22
 # where there is room. At 120 columns kernel, count, avg, min, max and share fit; at 200 all of them.
 COLUMNS = (
     Column("kernel"),
-    Column("from", 1),  # the first model layer it came from, +N fused ones (tui/text/layers.py)
+    Column("from", 1),  # the model's layers it came from, their common scope first (tui/text/layers.py)
     Column("count"),
     Column("avg"),
     Column("min", 2),
@@ -277,7 +277,7 @@ def kernel_rows(
         mark = f" {NAME_MARK}" if name_marked(data[index]) else ""
         rows[kernel.name] = (
             short_name(kernel.name, function) + mark,
-            from_cell(data[index]),
+            from_cell(data[index], FROM_WIDTH),
             str(kernel.count),
             numeric["avg"][index],
             numeric["min"][index],

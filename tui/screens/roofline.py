@@ -38,7 +38,7 @@ from gputop.tui.bridge import (
 )
 from gputop.tui.panes.kernels import dispatch_number, without_function
 from gputop.tui.screens.window import DrawnWindow
-from gputop.tui.text.layers import from_cell, origin_of
+from gputop.tui.text.layers import FROM_WIDTH, from_cell, origin_of
 
 __all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
 
@@ -292,9 +292,9 @@ def _legend(
 
 
 def _came_from(kernel: KernelTiming) -> str:
-    """`from layers/conv1 +1`: the model's layer a kernel was formed from, as the Kernels pane's `from` says it
-    (its first source op, +N fused ones); empty where its source ops are not known."""
-    cell = from_cell(origin_of(kernel))
+    """`from layers: conv1 + relu1`: the model's layers a kernel was formed from, as the Kernels pane's `from`
+    says it (their common scope first, within its width); empty where its source ops are not known."""
+    cell = from_cell(origin_of(kernel), FROM_WIDTH)
     return "" if cell == "-" else f"from {cell}"
 
 

@@ -30,7 +30,7 @@ from gputop.tui.bridge import (
     share_of_ceiling,
     work_lines,
 )
-from gputop.tui.text.layers import from_cell
+from gputop.tui.text.layers import REPORT_FROM_WIDTH, from_cell
 
 __all__ = ["BREAKDOWN_ROWS", "KERNEL_NUMBERS", "breakdown_table", "kernel_table", "kernels_lines", "overhead_lines"]
 
@@ -158,7 +158,7 @@ def kernel_table(kernels: list[dict[str, Any]], estimate: bool = False) -> str:
     rows = [header] + [
         (
             k["name"] + (f" {NAME_MARK}" if name_marked(k) else ""),
-            from_cell(k),
+            from_cell(k, REPORT_FROM_WIDTH),
             str(k["count"]),
             *(cells[n][i] for n in KERNEL_NUMBERS),
             k.get("bound") or "-",

@@ -23,7 +23,7 @@ beside it; then one line says how to compile it so that they are.
 Time by layer (`layers`) groups kernels by the set of ops they were formed
 from: a kernel formed from `conv1`, `bn1` and `relu` is shown once as their
 group, never split among them by a guess, so the rows add up to the kernel
-table.
+table; each group is named by `layer_names.py`, the one rule every face uses.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gputop.core.profiling.work.dispatch_work import DispatchWork, ModuleWork, kernel_key
+from gputop.core.profiling.work.layer_names import COPY, is_copy, layer_name
 from gputop.core.records.profile import KernelTiming, LayerTime, SourceOp
 
 __all__ = [
@@ -307,17 +308,24 @@ def with_source_ops(kernel: KernelTiming, ops: tuple[SourceOp, ...] | None, reas
 def layer_times(kernels: tuple[KernelTiming, ...]) -> tuple[LayerTime, ...]:
     """The kernels' time per call grouped by the source ops they were formed from, largest first.
 
-    A kernel formed from several ops is one row for the group; kernels without source ops are one row,
-    `UNMAPPED`, so the rows add up to the kernel table.
+    A kernel formed from several ops is one row for the group; a kernel that only copies data for ops (a
+    convolution's padding) is a row of its own, named as a copy, not a second row of the convolution;
+    kernels without source ops are one row, `UNMAPPED`, so the rows add up to the kernel table.
     """
-    groups: dict[tuple[str, ...], tuple[str, str, list[str], float, float]] = {}
+    groups: dict[tuple[tuple[str, ...], bool], LayerTime] = {}
     for kernel in kernels:
         ops = kernel.source_ops or ()
-        key = tuple(display_name(op) for op in ops) or (UNMAPPED,)
-        name = " + ".join(key)
-        op = " + ".join(dict.fromkeys(o.op for o in ops))
-        _, _, names, ms, share = groups.get(key, (name, op, [], 0.0, 0.0))
-        names.append(kernel.name)
-        groups[key] = (name, op, names, ms + kernel.avg_us * kernel.per_call / 1000.0, share + kernel.share)
-    rows = [LayerTime(name, op, tuple(names), ms, share) for name, op, names, ms, share in groups.values()]
-    return tuple(sorted(rows, key=lambda row: row.ms_per_call, reverse=True))
+        copy = bool(ops) and is_copy(kernel.work)
+        key = (tuple(display_name(op) for op in ops) or (UNMAPPED,), copy)
+        row = groups.get(key)
+        if row is None:
+            op = COPY if copy else " + ".join(dict.fromkeys(o.op for o in ops))
+            label = layer_name(ops, copy=copy) or UNMAPPED
+            row = LayerTime(" + ".join(key[0]), op, (), 0.0, 0.0, label, ops, copy)
+        groups[key] = replace(
+            row,
+            kernels=(*row.kernels, kernel.name),
+            ms_per_call=row.ms_per_call + kernel.avg_us * kernel.per_call / 1000.0,
+            share=row.share + kernel.share,
+        )
+    return tuple(sorted(groups.values(), key=lambda row: row.ms_per_call, reverse=True))
