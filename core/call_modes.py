@@ -40,6 +40,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -54,11 +55,13 @@ __all__ = [
     "MIN_SHARE",
     "VALLEY_DEPTH",
     "ClockReadings",
+    "NeighbourReadings",
     "assign_groups",
     "find_modes",
     "modes_from_json",
     "modes_text",
     "modes_with_clocks",
+    "modes_with_neighbours",
     "same_groups",
 ]
 
@@ -78,6 +81,12 @@ SAME_MEDIANS = 0.10  # two runs' groups are the same groups where their medians 
 # read, the calls' own clock, SM MHz). Asked only where there are groups; the run's clock watch keeps them
 # (`RunState`, from `run.state.clocks.ClocksState.history`).
 ClockReadings = Callable[[], Sequence[tuple[float, float]]]
+# The neighbour watch's views to set the groups against, oldest first: (perf_counter seconds when seen, the cores
+# other processes took of the host over the view, other processes on the GPU; None where not seen). The run's
+# neighbours part keeps them (`run.state.neighbours.NeighboursState.readings`).
+NeighbourReadings = Callable[[], Sequence[tuple[float, float | None, int | None]]]
+CLOCK_APART = 0.05  # two groups' clocks this close (of the lower) are the same clock: it does not part them
+HOST_APART_CORES = 0.25  # others' load on the host differs between groups by at least this (a quarter core)
 
 
 def bandwidth(log_ms: np.ndarray) -> float:
@@ -200,13 +209,43 @@ def assign_groups(call_ms: Sequence[float] | np.ndarray, modes: Sequence[CallMod
     return np.searchsorted(np.asarray(bounds), values, side="right")
 
 
+def _stretches(
+    modes: Sequence[CallMode], call_ms: np.ndarray, ended_at: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The window's stretches of consecutive calls of one group: (each one's group, calls, start, end), in
+    perf_counter seconds, the calls in the order they ran."""
+    groups = assign_groups(call_ms, modes)
+    changes = np.flatnonzero(np.diff(groups)) + 1
+    firsts = np.concatenate(([0], changes))
+    lasts = np.concatenate((changes, [len(groups)])) - 1
+    return groups[firsts], lasts - firsts + 1, ended_at[firsts] - call_ms[firsts] / 1e3, ended_at[lasts]
+
+
+def _readings_of(times: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[low, high) of the readings that count for each stretch: those taken during it and the first after
+    (`watch.call_clocks.samples_between`'s rule: a stretch shorter than the interval has none of its own)."""
+    low = np.searchsorted(times, starts, side="left")
+    high = np.minimum(np.searchsorted(times, ends, side="right") + 1, len(times))
+    return low, high
+
+
+def _covered(low: np.ndarray, high: np.ndarray, count: int) -> np.ndarray:
+    """Which of `count` readings fall in any of the ranges [low, high)."""
+    marks = np.zeros(count + 1, dtype=np.int64)
+    np.add.at(marks, low, 1)
+    np.add.at(marks, high, -1)
+    return np.cumsum(marks[:-1]) > 0
+
+
 def modes_with_clocks(
     modes: tuple[CallMode, ...],
     call_ms: np.ndarray,
     ended_at: np.ndarray,
     readings: ClockReadings | None,
+    neighbours: NeighbourReadings | None = None,
 ) -> tuple[CallMode, ...]:
-    """`modes` with each group's SM clock over its calls, where clock readings cover them.
+    """`modes` with each group's SM clock over its calls, where clock readings cover them, and what the
+    neighbour watch saw over them (`modes_with_neighbours`), where it looked.
 
     `call_ms` and `ended_at` (perf_counter seconds) are the window's calls in the order they ran. The calls
     of a group that ran one after another form a stretch; its clock is the mean of the readings taken
@@ -214,55 +253,136 @@ def modes_with_clocks(
     shorter than the reading interval has none of its own: `watch.call_clocks.samples_between`'s rule). A
     group's clock is its stretches' clocks weighted by their calls; None where no stretch had a reading.
     """
-    if readings is None or len(modes) < 2 or not len(call_ms):
+    if len(modes) < 2 or not len(call_ms):
         return modes
-    pairs = np.asarray(readings(), dtype=np.float64).reshape(-1, 2)
+    groups, calls, starts, ends = _stretches(modes, call_ms, ended_at)
+    modes = tuple(replace(mode, stretches=int((groups == n).sum())) for n, mode in enumerate(modes))
+    modes = modes_with_neighbours(modes, (groups, starts, ends), neighbours)
+    pairs = np.asarray(readings() if readings is not None else (), dtype=np.float64).reshape(-1, 2)
     if not len(pairs):
         return modes
     times, mhz = pairs[:, 0], pairs[:, 1]
     summed = np.concatenate(([0.0], np.cumsum(mhz)))
-    groups = assign_groups(call_ms, modes)
-    changes = np.flatnonzero(np.diff(groups)) + 1
-    firsts = np.concatenate(([0], changes))
-    lasts = np.concatenate((changes, [len(groups)])) - 1
-    starts = ended_at[firsts] - call_ms[firsts] / 1e3
-    low = np.searchsorted(times, starts, side="left")
-    high = np.minimum(np.searchsorted(times, ended_at[lasts], side="right") + 1, len(times))
+    low, high = _readings_of(times, starts, ends)
     seen = high > low
     clock = np.where(seen, (summed[high] - summed[low]) / np.maximum(high - low, 1), 0.0)
-    calls = lasts - firsts + 1
     out = []
     for number, mode in enumerate(modes):
-        mine = seen & (groups[firsts] == number)
+        mine = seen & (groups == number)
         weight = int(calls[mine].sum())
-        out.append(_with_clock(mode, round(float((clock[mine] * calls[mine]).sum()) / weight, 1) if weight else None))
+        mhz_of = round(float((clock[mine] * calls[mine]).sum()) / weight, 1) if weight else None
+        out.append(replace(mode, clock_sm_mhz=mhz_of))
     return tuple(out)
 
 
-def _with_clock(mode: CallMode, mhz: float | None) -> CallMode:
-    return CallMode(mode.share, mode.median_ms, mode.calls, mode.min_ms, mode.max_ms, mhz)
+def modes_with_neighbours(
+    modes: tuple[CallMode, ...],
+    stretches: tuple[np.ndarray, np.ndarray, np.ndarray],
+    neighbours: NeighbourReadings | None,
+) -> tuple[CallMode, ...]:
+    """Each group with the mean of the cores others took of the host, and the most other processes on the GPU,
+    over the neighbour watch's views that count for its stretches (`_readings_of`); unchanged without views."""
+    rows = list(neighbours()) if neighbours is not None else []
+    if not rows:
+        return modes
+    times = np.asarray([row[0] for row in rows], dtype=np.float64)
+    host = np.asarray([np.nan if row[1] is None else row[1] for row in rows], dtype=np.float64)
+    gpu = np.asarray([-1 if row[2] is None else row[2] for row in rows], dtype=np.int64)
+    groups, starts, ends = stretches
+    low, high = _readings_of(times, starts, ends)
+    out = []
+    for number, mode in enumerate(modes):
+        mine = (groups == number) & (high > low)
+        covered = _covered(low[mine], high[mine], len(times))
+        host_seen = host[covered & ~np.isnan(host)]
+        gpu_seen = gpu[covered & (gpu >= 0)]
+        out.append(
+            replace(
+                mode,
+                host_other_cores=round(float(host_seen.mean()), 3) if len(host_seen) else None,
+                gpu_others=int(gpu_seen.max()) if len(gpu_seen) else None,
+            )
+        )
+    return tuple(out)
 
 
 def modes_text(modes: Sequence[Mapping[str, Any]] | None, differs: str | None = None) -> str | None:
     """`2 groups: 34% at 2.300 ms, 66% at 5.600 ms (clock 1980 vs 345 MHz)` from `calls.modes`' JSON form;
     None for a steady run.
 
-    The clocks are shown where every group has one; `differs` is what else tells them apart (a profile
-    pass's parts, `timeline.breakdown_groups_text`).
+    The clocks are shown where every group has one. Where they are the same (within CLOCK_APART), the clock
+    does not explain the groups (issue 57 item 7), and the text says so and what else gputop saw differ
+    between them: the host's load by others, other processes on the GPU, and `differs` (a profile pass's
+    parts, `profiling.breakdown.breakdown_groups_text`); or that nothing it sees does, with what it looked
+    at and how the groups' calls fell in time. Groups with nothing recorded of them but their times (an
+    older report, a comparison's kept samples) are named alone, as before.
     """
     if not modes or len(modes) < 2:
         return None
     groups = ", ".join(f"{mode['share'] * 100:.0f}% at {ms(mode['median_ms'])}" for mode in modes)
     notes = []
-    clocks = [mode.get("clock_sm_mhz") for mode in modes]
-    if all(c is not None for c in clocks):
-        notes.append("clock " + " vs ".join(f"{c:.0f}" for c in clocks if c is not None) + " MHz")
-    if differs:
-        notes.append(differs)
+    clocks = _all(modes, "clock_sm_mhz")
+    same_clock = clocks is not None and max(clocks) <= min(clocks) * (1 + CLOCK_APART)
+    if clocks is not None:
+        clock = "clock " + " vs ".join(f"{c:.0f}" for c in clocks) + " MHz"
+        notes.append(clock + (": the same, so not what parts them" if same_clock else ""))
+    others = _other_differences(modes) + ([differs] if differs else [])
+    if others:
+        notes.extend(others)
+    elif clocks is None or same_clock:
+        seen = _nothing_differs(modes, with_clock=same_clock)
+        if seen:
+            notes.append(seen)
     return f"{len(modes)} groups: {groups}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def _all(modes: Sequence[Mapping[str, Any]], key: str) -> list[float] | None:
+    """Every group's `key` as numbers, or None where a group lacks it."""
+    values = [mode.get(key) for mode in modes]
+    return [float(v) for v in values if isinstance(v, (int, float))] if all(
+        isinstance(v, (int, float)) for v in values
+    ) else None  # fmt: skip
+
+
+def _host_text(host: list[float]) -> str:
+    return "others on the host " + " vs ".join(f"{h:.2f}" for h in host) + " cores"
+
+
+def _other_differences(modes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the neighbour watch saw differ between the groups: the host's load by others, the GPU's others."""
+    out = []
+    host = _all(modes, "host_other_cores")
+    if host is not None and max(host) - min(host) >= HOST_APART_CORES:
+        out.append(_host_text(host))
+    gpu = _all(modes, "gpu_others")
+    if gpu is not None and len(set(gpu)) > 1:
+        out.append("other processes on the GPU " + " vs ".join(f"{g:.0f}" for g in gpu))
+    return out
+
+
+def _nothing_differs(modes: Sequence[Mapping[str, Any]], *, with_clock: bool) -> str | None:
+    """`nothing else gputop sees differs between them: ...`, naming what it looked at and how the slowest
+    group's calls fell (one stretch: a period of the run; many: among the others'); None where it recorded
+    nothing of the groups but their times and no clock either (an older report: nothing to say)."""
+    seen = []
+    host = _all(modes, "host_other_cores")
+    if host is not None:
+        seen.append(_host_text(host))
+    gpu = _all(modes, "gpu_others")
+    if gpu is not None:
+        seen.append("nobody else on the GPU" if not any(gpu) else f"{max(gpu):.0f} other processes on the GPU")
+    if not seen:
+        return "nothing else of each group recorded" if with_clock else None
+    stretches = _all(modes, "stretches")
+    if stretches is not None and stretches[-1] > 0:
+        count = int(stretches[-1])
+        where = "in one stretch" if count == 1 else f"in {count} stretches among the others'"
+        seen.append(f"the {ms(modes[-1]['median_ms'])} calls {where}")
+    return f"nothing {'else ' if with_clock else ''}gputop sees differs between them: " + ", ".join(seen)
+
+
 NEEDED = ("share", "median_ms")  # what a row of `calls.modes` must hold to be read back
+CONDITIONS = ("clock_sm_mhz", "host_other_cores", "gpu_others", "stretches")  # what else a row may hold
 
 
 def modes_from_json(rows: Sequence[Any] | None) -> tuple[CallMode, ...]:
@@ -272,11 +392,15 @@ def modes_from_json(rows: Sequence[Any] | None) -> tuple[CallMode, ...]:
         if not isinstance(row, Mapping) or not all(isinstance(row.get(k), (int, float)) for k in NEEDED):
             continue
         median = float(row["median_ms"])
-        clock = row.get("clock_sm_mhz")
+        clock, host, gpu, stretches = (
+            row.get(k) for k in ("clock_sm_mhz", "host_other_cores", "gpu_others", "stretches")
+        )
         modes.append(
             CallMode(
                 float(row["share"]), median, int(row.get("calls") or 0), float(row.get("min_ms") or median),
                 float(row.get("max_ms") or median), float(clock) if isinstance(clock, (int, float)) else None,
+                float(host) if isinstance(host, (int, float)) else None, gpu if isinstance(gpu, int) else None,
+                stretches if isinstance(stretches, int) else None,
             )
         )  # fmt: skip
     return tuple(modes)

@@ -24,7 +24,7 @@ from collections import deque
 
 import numpy as np
 
-from gputop.core.call_modes import ClockReadings, find_modes, modes_with_clocks
+from gputop.core.call_modes import ClockReadings, NeighbourReadings, find_modes, modes_with_clocks
 from gputop.core.records.calls import CALL_BUCKETS_MS, CallMode, CallStats
 
 __all__ = [
@@ -161,16 +161,23 @@ class CallTimer:
             return ring[end - n : end]
         return np.concatenate((ring[WINDOW - (n - end) :], ring[:end]))
 
-    def modes(self, *, exact: bool = False, clock_readings: ClockReadings | None = None) -> tuple[CallMode, ...]:
+    def modes(
+        self,
+        *,
+        exact: bool = False,
+        clock_readings: ClockReadings | None = None,
+        neighbour_readings: NeighbourReadings | None = None,
+    ) -> tuple[CallMode, ...]:
         """The window's calls in groups (`call_modes.find_modes`), each with its SM clock where the run's clock
-        readings (`clock_readings`) cover its calls; found again at most every MODES_EVERY_S unless `exact`."""
+        readings (`clock_readings`) cover its calls and what the neighbour watch saw over them
+        (`neighbour_readings`); found again at most every MODES_EVERY_S unless `exact`."""
         stamp = time.perf_counter()
         if self._count != self._modes_count and (exact or stamp - self._modes_at >= MODES_EVERY_S):
             # At the record's resolution (calls.json keeps 10 ns): groups found again from the record are the
             # same to the last digit, where rounding the times twice (to 5 places, then 4) could move one.
             values = np.round(self._recent(WINDOW), CALL_MS_DECIMALS)
             self._modes = modes_with_clocks(
-                find_modes(values), values, self._recent(WINDOW, self._window_ends), clock_readings
+                find_modes(values), values, self._recent(WINDOW, self._window_ends), clock_readings, neighbour_readings
             )
             self._modes_count, self._modes_at = self._count, stamp
         return self._modes
@@ -182,6 +189,7 @@ class CallTimer:
         exact: bool = False,
         clock_readings: ClockReadings | None = None,
         groups: bool = True,
+        neighbour_readings: NeighbourReadings | None = None,
     ) -> CallStats:
         """The statistics now; `exact` looks for the window's groups again now, however recently it did (`modes`);
         without `groups`, none are looked for (a watched program's every function: only its busiest shows them)."""
@@ -202,5 +210,7 @@ class CallTimer:
             recent_ms=tuple(float(v) for v in self._recent(RECENT)),
             buckets=tuple(self._buckets),
             sum_ms=self._sum_ms,
-            modes=self.modes(exact=exact, clock_readings=clock_readings) if groups else (),
+            modes=self.modes(exact=exact, clock_readings=clock_readings, neighbour_readings=neighbour_readings)
+            if groups
+            else (),
         )

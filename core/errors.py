@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_SIGINT",
     "EXIT_SIGPIPE",
     "EXIT_SIGTERM",
+    "EXIT_UNDECIDED",
     "EXIT_USAGE",
     "CaptureError",
     "CompileError",
@@ -53,6 +54,9 @@ EXIT_DEVICE = 4
 EXIT_RUNTIME = 5
 EXIT_CHECK = 6
 EXIT_REGRESSION = 7  # gputop compare / run --baseline with --fail-above: significantly slower than the threshold
+# ... and the runs cannot tell: slower beyond chance (or their kernels slower beyond their floor) by more than the
+# threshold, within how far their own calls wandered. The gate fails closed rather than pass a noisy pair.
+EXIT_UNDECIDED = 8
 EXIT_NOT_EXECUTABLE = 126  # gputop -- CMD: CMD is there but cannot be run (a shell's code)
 EXIT_NOT_FOUND = 127  # gputop -- CMD: no such command (a shell's code)
 EXIT_SIGINT = 130

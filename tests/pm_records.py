@@ -20,6 +20,7 @@ import numpy as np
 from gputop.core.profiling.cupti.pm_sampler import DECODE_EVERY_S
 from gputop.core.records.base import to_json
 from gputop.core.run import RunConfig
+from gputop.core.run.session import PM_HELD_BY_COUNTERS
 from gputop.core.run.state import RunState
 from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.writer import SessionWriter
@@ -48,9 +49,13 @@ def ready_info(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def fed_state(name: str, tmp_path: Path, *, until_s: float | None = None) -> tuple[RunState, dict[str, Any]]:
+def fed_state(
+    name: str, tmp_path: Path, *, until_s: float | None = None, paused: tuple[float, float] | None = None
+) -> tuple[RunState, dict[str, Any]]:
     """A RunState given the file's calls and samples in time order, one decode every DECODE_S (up to `until_s`
-    seconds after the first sample, else all of them)."""
+    seconds after the first sample, else all of them). With `paused` (from, to: seconds after the first sample),
+    the watch pauses as it does for a counters pass (`pm_not_sampling("paused", ...)`) and starts again
+    (`pm_ready`): the samples it would have decoded between are never handed over, the calls still are."""
     data = load(name)
     config = RunConfig(target="demo:mlp", session_dir=tmp_path)
     state = RunState(config.target, tmp_path, SessionWriter(tmp_path, to_json(config)))
@@ -67,8 +72,14 @@ def fed_state(name: str, tmp_path: Path, *, until_s: float | None = None) -> tup
         batch_calls = calls[added:ended]
         state.calls.add_batch((batch_calls[:, 1] - batch_calls[:, 0]).tolist(), batch_calls[:, 1].tolist())
         added = ended
-        batch = rows[(rows[:, 1] > at - DECODE_S) & (rows[:, 1] <= at)]
-        state.pm.pm_samples(batch, False, 0.002)
+        held = paused is not None and first + paused[0] < at <= first + paused[1] + DECODE_S
+        if held and state.pm.status()[0] == "sampling":
+            state.pm.pm_not_sampling("paused", PM_HELD_BY_COUNTERS)
+        elif not held and state.pm.status()[0] == "paused":
+            state.pm.pm_ready(ready_info(data))
+        if not held:
+            batch = rows[(rows[:, 1] > at - DECODE_S) & (rows[:, 1] <= at)]
+            state.pm.pm_samples(batch, False, 0.002)
         at += DECODE_S
     state.publish(force=True)
     return state, data

@@ -4,7 +4,8 @@
   and calls captured on an H100 (tests/pm_records.py), so the series, the newest values and the calls'
   figures are the engine's own. Each line must fit the Run pane's width at 80 and at 120 columns, each
   value must be the snapshot's `newest` as the strip rounds it, and each sparkline must be the newest
-  points of that metric's series (a blank where the series holds 0, the idle gaps between bursts).
+  points of that metric's series (a blank where the series holds 0, the idle gaps between bursts; `MISSING`
+  where it holds None, no samples: issue 57 item 8).
 - `g` in the real app on a live local-task run (the real path on a machine without an NVIDIA GPU): the
   Log says, once, the CPU device's refusal, in the engine's own words from the snapshot.
 - The Run pane drawn at 80x24 from a recorded snapshot carrying that strip on an H100: the two strip
@@ -17,18 +18,19 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
-from pm_records import fed_state, pm_of
+from pm_records import DECODE_S, fed_state, pm_of
 from tui_pilot import calls, live_app, screen_lines, wait_for
 
 from gputop.core.records.devices import DeviceInfo
 from gputop.core.records.pm import PmSampling
 from gputop.core.snapshot import RunSnapshot
-from gputop.core.store.replay import read_snapshots
+from gputop.core.store.replay import read_snapshots, write_snapshots
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import ReplaySource
 from gputop.tui.panes.log import LogPane
-from gputop.tui.text.pm_strip import BLOCKS, pm_calls_lines, pm_strip_lines, sparkline
+from gputop.tui.text.pm_strip import BLOCKS, MISSING, pm_calls_lines, pm_strip_lines, sparkline
 
 DATA = Path(__file__).parent / "data"
 RUN_WIDTH_80 = 76  # the Run pane's text at 80 columns (the compact layout: the pane alone, framed and padded)
@@ -59,7 +61,7 @@ def _shown(value: float, unit: str) -> str:
 def _spark_of(line: str, label: str, value: str) -> str:
     """The sparkline between `label` and `value` on a strip line, without the blanks it starts with (they read
     the same as the label's padding)."""
-    match = re.search(rf"(?:^|  ){re.escape(label)} ([{BLOCKS} ]*) {re.escape(value)}(?:  |\s*$)", line)
+    match = re.search(rf"(?:^|  ){re.escape(label)} ([{BLOCKS}{MISSING} ]*) {re.escape(value)}(?:  |\s*$)", line)
     assert match is not None, (label, value, line)
     return match.group(1).lstrip()
 
@@ -78,18 +80,22 @@ def test_the_strip_of_a_fed_snapshot_fits_and_says_its_numbers(tmp_path: Path, w
         value = _shown(newest, metric.unit)
         line = next(line for line in strip if re.search(rf"(?:^|  ){metric.label} ", line))
         spark = _spark_of(line, metric.label, value)
-        if not any(point > 0 for point in series):  # tensor: the f32 matmul never used the tensor pipes
-            assert spark == "", (metric.label, spark)
+        read = [point for point in series if point is not None]
+        if not any(point > 0 for point in read):  # tensor: the f32 matmul never used the tensor pipes
+            assert set(spark) <= {MISSING, " "}, (metric.label, spark)
             continue
         assert newest > 0 and 10 <= len(spark) <= width, (metric.label, spark)  # mid-run: 3 s of samples
-        # One character a point, the newest at the right: blank exactly where the series holds 0.
+        # One character a point, the newest at the right: blank exactly where the series holds 0, MISSING where
+        # it holds None (before the samples began: 3.2 s of a 15 s strip).
         points = series[len(series) - len(spark) :]
-        assert [c == " " for c in spark] == [p <= 0 for p in points], (metric.label, spark, points)
+        assert [c == " " for c in spark] == [p == 0.0 for p in points], (metric.label, spark, points)
+        assert [c == MISSING for c in spark] == [p is None for p in points], (metric.label, spark, points)
     # The idle half-seconds between the bursts of calls show as gaps in SM's sparkline.
     assert re.search(r"▁ +▁", _spark_of(strip[0], "SM", _shown(pm.newest[0] or 0.0, "%"))), strip[0]
     clock_line = next(line for line in strip if "clock " in line)
     clock = _spark_of(clock_line, "clock", _shown(pm.newest[3] or 0.0, "MHz"))
-    assert set(clock) <= {"▇", "█"}, clock  # 1980-1995 MHz: a boost clock's wander is not drawn as a cliff
+    # 1980-1995 MHz: a boost clock's wander is not drawn as a cliff
+    assert set(clock.lstrip(MISSING)) <= {"▇", "█"}, clock
     if lines == 2:  # the sparklines of a column end together: SM's value and DRAM's start at one column
         assert strip[0].index(_shown(pm.newest[0] or 0.0, "%")) == strip[1].index(_shown(pm.newest[2] or 0.0, "%"))
 
@@ -199,3 +205,49 @@ async def test_the_calls_figures_follow_where_the_column_has_rows(tmp_path: Path
         for line in expected:
             at = [i for i, row in enumerate(rows) if f"│ {line}" in row]
             assert len(at) == 1 and pane.region.y < at[0] < pane.region.bottom - 1, (line, at, rows)
+
+
+def test_a_pause_in_the_samples_is_missing_not_idle(tmp_path: Path) -> None:
+    """Issue 57 item 8: the H100's recorded samples with the watch paused for a second (as a counters pass
+    pauses it): the quarter seconds of the pause hold None in the engine's series, and survive the session's
+    record (`samples.jsonl` back through `gputop open`'s reader) as null, not 0; the idle gaps the GPU really
+    had (its counters read 0 between the bursts, tests/pm_records.py) stay 0. The recording's own timestamps
+    are the independent source: which bins have samples is counted from its rows here."""
+    state, data = fed_state("mm_f32", tmp_path, until_s=MID_RUN_S, paused=(1.0, 2.0))
+    pm: PmSampling = pm_of(state.snapshot)
+    first = data["rows"][0, 0]
+    kept = state.pm.kept()  # the samples the watch was handed: none that end inside the pause
+    assert not ((kept[:, 1] > first + 1.0 + DECODE_S) & (kept[:, 1] <= first + 2.0)).any()
+    newest_end, bins = kept[-1, 1], len(pm.series[0])
+    index = set((np.floor((kept[:, 1] - newest_end) / pm.bin_s).astype(int) + bins - 1).tolist())
+    sm = pm.series[0]
+    assert [point is not None for point in sm] == [i in index for i in range(bins)]
+    assert sum(point is None for point in sm[-13:]) >= 3, sm  # the pause: about a second in the last 3.2 s
+    assert any(point == 0.0 for point in sm)  # the idle gaps between bursts: read, and 0
+    # The record keeps the gap as null: `gputop open` draws the same strip.
+    write_snapshots(tmp_path / "copy.jsonl", [state.snapshot])
+    (back,) = read_snapshots(tmp_path / "copy.jsonl")
+    assert back.pm_sampling is not None and back.pm_sampling.series == pm.series
+    # Drawn: the paused quarter seconds are MISSING, the idle ones blank, nowhere the other's mark.
+    spark = sparkline(sm, "%", len(sm))
+    assert [c == MISSING for c in spark] == [p is None for p in sm]
+    assert [c == " " for c in spark] == [p == 0.0 for p in sm]
+    assert sparkline([None, 0.0, 50.0], "%", 3) == f"{MISSING} ▅"
+    assert sparkline([None, 1980.0, 345.0], "MHz", 3) == f"{MISSING}█▁"
+
+
+async def test_the_run_pane_draws_the_pause_as_missing(tmp_path: Path) -> None:
+    """The real app at 80x24 from a recorded snapshot whose strip has the pause: the SM line on screen holds
+    MISSING where the series holds None (the newest points, newest at the right), blanks where it holds 0."""
+    state, _ = fed_state("mm_f32", tmp_path, until_s=MID_RUN_S, paused=(1.0, 2.0))
+    pm: PmSampling = pm_of(state.snapshot)
+    app = GputopApp(ReplaySource([_recorded_on_the_h100(pm)]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        strip = app.query_one("#run-pm")
+        await wait_for(pilot, lambda: strip.display and strip.size.height == 2, timeout=10)
+        (row,) = [row for row in screen_lines(app) if "│ SM " in row]
+        value = _shown(pm.newest[0] or 0.0, "%")
+        spark = _spark_of(row.split("│ ", 1)[1], "SM", value)  # its label's padding left out
+        points = pm.series[0][len(pm.series[0]) - len(spark) :]
+        assert MISSING in spark and [c == MISSING for c in spark] == [p is None for p in points], (spark, points)
+        assert [c == " " for c in spark] == [p == 0.0 for p in points], (spark, points)

@@ -2,13 +2,21 @@
 
 `gputop compare --fail-above 5%` and `gputop run --baseline` fail (exit 7, `EXIT_REGRESSION`)
 where the metric of B is significantly slower than A's by more than the
-threshold; the line says why, or that the gate passed.
+threshold; the line says why, or that the gate passed. Where the runs cannot
+tell (exit 8, `EXIT_UNDECIDED`), the gate fails closed and says so: the metric
+is slower beyond chance and by more than the threshold but within how far the
+runs' own calls wandered (`Change.within_wander`), or the kernels are slower
+beyond their floor by more than the threshold while the calls wandered too far
+to show it (issue 57 item 15: local-task against local-sync, both kernels
++107%, p50 +61.5% at p=0.0017, passed as "no significant change" because A's
+calls wandered by 109%). A pass is never read off runs too noisy to judge.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputop.core.compare.significance import Change
 from gputop.core.compare.verdict import Comparison
 from gputop.core.errors import UsageError
 
@@ -21,6 +29,7 @@ class Gate:
 
     failed: bool
     line: str
+    undecided: bool = False  # the runs cannot tell (exit 8): failed too, closed, not a measured regression
 
 
 def parse_percent(text: str) -> float:
@@ -64,8 +73,41 @@ def gate(comparison: Comparison, metric: str, threshold: float) -> Gate:
             f"regression: {what} is {change.change * 100:+.1f}% slower than the baseline "
             f"({interval}; threshold {threshold * 100:g}%)",
         )
+    undecided = _cannot_tell(comparison, metric, change, threshold)
+    if undecided is not None:
+        return Gate(True, f"cannot tell: {undecided}; {what} {change.change * 100:+.1f}% ({interval}; "
+                    f"threshold {threshold * 100:g}%)", undecided=True)  # fmt: skip
     verdict = "significant" if change.significant else "not significant"
+    unseen = ""
+    if not change.significant and (change.floor or 0.0) > threshold:  # no sign of a slowdown, but a small one hides
+        unseen = (
+            f"; {change.wander_text()}, more than the threshold: a regression under {(change.floor or 0) * 100:.0f}% "
+            "would not show"
+        )
     return Gate(
         False,
-        f"gate passed: {what} {change.change * 100:+.1f}% ({verdict}, {interval}; threshold {threshold * 100:g}%)",
+        f"gate passed: {what} {change.change * 100:+.1f}% ({verdict}, {interval}; threshold {threshold * 100:g}%)"
+        + unseen,
     )
+
+
+def _cannot_tell(comparison: Comparison, metric: str, change: Change, threshold: float) -> str | None:
+    """Why the runs cannot judge `change` against `threshold`, or None where they can (a pass is a pass)."""
+    if change.significant or change.change is None:
+        return None
+    what = "calls" if not metric.startswith("kernel:") else "dispatches"
+    if change.within_wander and change.change > threshold:
+        return f"{change.wander_text(what)}, more than this {change.change * 100:+.1f}% slower beyond chance"
+    if metric.startswith("kernel:") or (change.floor or 0.0) <= threshold:
+        return None  # steady enough that a regression past the threshold would have shown
+    slower = [
+        f"{k.name} {k.change.change * 100:+.0f}%"
+        for k in comparison.kernels
+        if k.change is not None and k.change.significant and (k.change.change or 0.0) > threshold
+    ]
+    if slower:
+        return (
+            f"the kernels are slower beyond their floor ({', '.join(slower[:3])}) and {change.wander_text()}, "
+            "too far for the calls to show it"
+        )
+    return None

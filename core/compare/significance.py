@@ -231,15 +231,46 @@ class Change:
     n_a: int = 0
     n_b: int = 0
     floor: float | None = None  # the smallest change counted as real here: the noise floor or the runs' summed wander
+    wander_a: float = 0.0  # how far each run's own stretches wandered (`wander_of`): the floor is their sum
+    wander_b: float = 0.0
+    noise: float = DEFAULT_NOISE  # the noise floor asked for (`--noise`): the floor is it or the wander
+
+    @property
+    def beyond_chance(self) -> bool:
+        """The U test and the interval both say the samples differ (`p < ALPHA`, the interval excludes 0)."""
+        return bool(
+            self.tested and self.p is not None and self.p < ALPHA and self.low is not None and self.high is not None
+            and (self.low > 0 or self.high < 0)
+        )  # fmt: skip
+
+    @property
+    def within_wander(self) -> bool:
+        """Beyond chance and above the noise floor, yet within the runs' own wander: not `~` (no change) but a
+        change these runs cannot tell from how far their own calls wandered (issue 57 item 15)."""
+        if self.significant or self.change is None or not self.beyond_chance:
+            return False
+        return self.noise <= abs(self.change) < self.wander_a + self.wander_b
 
     @property
     def mark(self) -> str:
-        """`-31.0%` for a real change, `~` for none, `?` where it could not be tested."""
+        """`-31.0%` for a real change, `~` for none, `(+61.5%)` for one within the runs' wander (`within_wander`),
+        `?` where it could not be tested."""
         if self.change is None:
             return "-"
         if not self.tested:
             return "?"
+        if self.within_wander:
+            return f"({self.change * 100:+.1f}%)"
         return f"{self.change * 100:+.1f}%" if self.significant else "~"
+
+    def wander_text(self, what: str = "calls") -> str:
+        """`A's calls wander by 109%`, or `B's calls wander by 159% and A's by 47% (a floor of 206%)`: how far
+        each run's own stretches wandered, the larger first (the other where it is above the noise floor)."""
+        sides = sorted((("A", self.wander_a), ("B", self.wander_b)), key=lambda side: -side[1])
+        text = f"{sides[0][0]}'s {what} wander by {sides[0][1] * 100:.0f}%"
+        if sides[1][1] > self.noise:
+            text += f" and {sides[1][0]}'s by {sides[1][1] * 100:.0f}% (a floor of {(self.floor or 0) * 100:.0f}%)"
+        return text
 
 
 def test_change(stat: str, a: np.ndarray, b: np.ndarray, noise: float) -> Change:
@@ -251,20 +282,22 @@ def test_change(stat: str, a: np.ndarray, b: np.ndarray, noise: float) -> Change
     compares the stretches' statistics, the interval resamples stretches), so
     that load which comes and goes during a run is noise, not evidence.
     """
-    wander = 0.0
+    wander_a = wander_b = 0.0
     if len(a) >= 2 * BLOCKS and len(b) >= 2 * BLOCKS:
         change, low, high = bootstrap_change(a, b, stat, blocks=BLOCKS)
         stretches_a, stretches_b = block_statistics(a, stat), block_statistics(b, stat)
         p = mann_whitney_u(stretches_a, stretches_b).p
-        wander = _wander(stretches_a) + _wander(stretches_b)
+        wander_a, wander_b = _wander(stretches_a), _wander(stretches_b)
     else:
         change, low, high = bootstrap_change(a, b, stat)
         p = mann_whitney_u(a, b).p
     a_value = float(np.percentile(a, 50 if stat == "p50" else 95)) if stat != "mean" else float(a.mean())
     b_value = float(np.percentile(b, 50 if stat == "p50" else 95)) if stat != "mean" else float(b.mean())
-    floor = max(noise, wander)
+    floor = max(noise, wander_a + wander_b)
     real = p < ALPHA and (low > 0 or high < 0) and abs(change) >= floor
-    return Change(stat, a_value, b_value, change, low, high, p, real, True, len(a), len(b), floor)
+    return Change(
+        stat, a_value, b_value, change, low, high, p, real, True, len(a), len(b), floor, wander_a, wander_b, noise
+    )  # fmt: skip
 
 
 def wander_of(values: np.ndarray, stat: str) -> float:

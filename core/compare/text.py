@@ -82,7 +82,10 @@ def comparison_text(comparison: Comparison) -> str:
             lines.append(f"  {'':<{width}}  B {row.b}")
     n_a = c.calls[0].n_a if c.calls else 0
     n_b = c.calls[0].n_b if c.calls else 0
-    lines.append(f"calls (samples: A {n_a}, B {n_b}; `~`: no real change, noise floor {c.noise * 100:g}%)")
+    lines.append(
+        f"calls (samples: A {n_a}, B {n_b}; `~`: no real change, noise floor {c.noise * 100:g}%; "
+        "`(+x%)`: beyond chance, within the runs' own wander)"
+    )
     for change in c.calls:
         lines.append(
             f"  {change.stat:<5} {ms(change.a):>10} -> {ms(change.b):>10}  {change.mark:>8}  {_interval(change)}"

@@ -80,33 +80,51 @@ def _pct(value: float) -> str:
     return f"{abs(value) * 100:.1f}%"
 
 
-def _verdict(
-    calls: Sequence[Change], kernels: Sequence[KernelChange], warnings: Sequence[str], *, mixed: bool = False
-) -> str:
-    p50 = next(c for c in calls if c.stat == "p50")
+def _moved(kernels: Sequence[KernelChange]) -> list[str]:
+    """`name +107%` of the kernels that moved beyond their floor, the largest first (three at most)."""
+    moved = [k for k in kernels if k.change is not None and k.change.significant and k.change.change is not None]
+    moved.sort(key=lambda k: -abs(k.change.change or 0.0) if k.change else 0.0)
+    return [f"{k.name} {k.change.change * 100:+.0f}%" for k in moved[:3] if k.change and k.change.change is not None]
+
+
+def _interval_text(change: Change) -> str:
+    return f"95% CI {(change.low or 0) * 100:+.1f}% to {(change.high or 0) * 100:+.1f}%, p={change.p:.2g}"
+
+
+def _head(p50: Change, *, mixed: bool) -> str:
+    """What the calls' p50 says: a change, none, the mix of groups, or that these runs cannot tell."""
     if p50.change is None:
-        head = "no call times to compare"
-    elif mixed:  # the same groups in other proportions: the p50 moved with the mix (compare/modes.py)
-        head = (
+        return "no call times to compare"
+    if mixed:  # the same groups in other proportions: the p50 moved with the mix (compare/modes.py)
+        return (
             f"the same groups of calls in other proportions: p50 {p50.change * 100:+.1f}% from the mix, "
             "not a change of the calls"
         )
-    elif not p50.tested:
-        head = f"B's p50 is {p50.change * 100:+.1f}% against A's (no kept samples: untested)"
-    elif p50.significant and p50.low is not None and p50.high is not None:
+    if not p50.tested:
+        return f"B's p50 is {p50.change * 100:+.1f}% against A's (no kept samples: untested)"
+    if p50.significant and p50.low is not None and p50.high is not None:
         word = "faster" if p50.change < 0 else "slower"
-        head = (
-            f"B is {_pct(p50.change)} {word} (p50, 95% CI {p50.low * 100:+.1f}% to {p50.high * 100:+.1f}%, "
-            f"p={p50.p:.2g})"
-        )
-    else:
-        head = (
-            f"no significant change (p50 {p50.change * 100:+.1f}%, 95% CI {(p50.low or 0) * 100:+.1f}% to "
-            f"{(p50.high or 0) * 100:+.1f}%, p={p50.p:.2g})"
-        )
-    moved = [k for k in kernels if k.change is not None and k.change.significant and k.change.change is not None]
-    moved.sort(key=lambda k: -abs(k.change.change or 0.0) if k.change else 0.0)
-    parts = [f"{k.name} {k.change.change * 100:+.0f}%" for k in moved[:3] if k.change and k.change.change is not None]
+        return f"B is {_pct(p50.change)} {word} (p50, {_interval_text(p50)})"
+    if p50.within_wander:  # beyond chance, within the runs' own wander: neither a change nor none
+        return f"cannot tell: {p50.wander_text()}, more than p50's {p50.change * 100:+.1f}% ({_interval_text(p50)})"
+    unseen = ""
+    if p50.floor is not None and p50.floor > p50.noise:  # the runs' wander raised the floor: say how far
+        unseen = f"; {p50.wander_text()}: a change under {p50.floor * 100:.0f}% would not show"
+    return f"no significant change (p50 {p50.change * 100:+.1f}%, {_interval_text(p50)}{unseen})"
+
+
+def _verdict(
+    calls: Sequence[Change], kernels: Sequence[KernelChange], warnings: Sequence[str], *, mixed: bool = False
+) -> str:
+    """The one line: the calls' head, then the kernels that moved beyond their floor (said as such wherever the
+    calls did not show a change themselves: the verdict never reads "no change" over rows that moved)."""
+    p50 = next(c for c in calls if c.stat == "p50")
+    head = _head(p50, mixed=mixed)
+    moved = _moved(kernels)
+    parts = []
+    if moved:
+        said_by_calls = p50.significant and not mixed
+        parts.append(", ".join(moved) if said_by_calls else "the kernels moved beyond their floor: " + ", ".join(moved))
     gone = sum(1 for k in kernels if k.match == "only A")
     new = sum(1 for k in kernels if k.match == "only B")
     if gone or new:

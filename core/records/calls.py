@@ -31,6 +31,13 @@ class CallMode:
     min_ms: float  # the group's fastest and slowest call: a call is the group's when it falls between
     max_ms: float
     clock_sm_mhz: float | None = None  # the mean SM clock over the group's calls, where a clock was read
+    # What else gputop saw over the group's calls (`call_modes.modes_with_conditions`), where it looked: the
+    # cores other processes took of the host (the neighbour watch's mean), and the most other processes seen on
+    # the GPU (None: no GPU watched, NVML absent); and in how many stretches of consecutive calls the group ran
+    # (one: a period of the run; many: calls that alternate with the other group's).
+    host_other_cores: float | None = None
+    gpu_others: int | None = None
+    stretches: int | None = None
 
 
 @dataclass(frozen=True)

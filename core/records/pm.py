@@ -49,7 +49,9 @@ class PmSampling:
     metric_set: str | None = None  # the single-pass metric set the chip needed ("TriageCompute"), if any
     chip: str | None = None  # "GH100"
     newest: tuple[float | None, ...] = ()  # each metric's mean over the newest decode, in its unit
-    series: tuple[tuple[float, ...], ...] = ()  # each metric's strip, oldest first, one point per `bin_s`
+    # Each metric's strip, oldest first, one point per `bin_s`: None where no sample fell in it (before sampling
+    # began, a pause, a profile pass), never 0, so a gap in the samples is not read as an idle GPU.
+    series: tuple[tuple[float | None, ...], ...] = ()
     bin_s: float = 0.25
     calls: tuple[PmCallFigures, ...] = ()
     calls_aligned: int = 0  # calls whose whole window samples covered

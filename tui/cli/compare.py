@@ -4,7 +4,8 @@ A and B are sessions (a folder, an id or a unique prefix, as `gputop report`
 takes them) or reports written by `gputop run --json`. The comparison itself
 is core/compare's; this module finds the two reports with their kept samples,
 prints the comparison (or writes it as JSON) and, with `--fail-above`, exits 7
-when the chosen metric is significantly slower by more than the threshold.
+when the chosen metric is significantly slower by more than the threshold, and 8
+when the runs cannot tell (the gate fails closed: `ci_gate.py` says when).
 `gputop run --baseline` uses the same loading and gate (`baseline_gate`).
 """
 
@@ -14,7 +15,7 @@ import argparse
 import sys
 from typing import Any
 
-from gputop.tui.bridge import EXIT_OK, EXIT_REGRESSION, UsageError
+from gputop.tui.bridge import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, UsageError
 from gputop.tui.cli.command import SESSION_HELP, Subcommand, write_json
 
 __all__ = ["SPEC", "add_arguments", "add_gate_arguments", "baseline_gate", "command_compare", "load_side"]
@@ -27,7 +28,9 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-above",
         metavar="PCT",
-        help="exit 7 when the metric is significantly slower than the baseline by more than PCT (e.g. 5%%)",
+        help="exit 7 when the metric is significantly slower than the baseline by more than PCT (e.g. 5%%); exit 8 "
+        "when the runs cannot tell (slower beyond chance, or their kernels slower beyond their floor, by more than "
+        "PCT, but within how far a run's own calls wandered): the gate fails closed",
     )
     parser.add_argument(
         "--metric",
@@ -86,15 +89,27 @@ def command_compare(args: argparse.Namespace) -> int:
     if args.json:
         data = comparison_json(comparison)
         if outcome is not None:
-            data["gate"] = {"failed": outcome.failed, "line": outcome.line, "metric": settings[0] if settings else None}
+            data["gate"] = {
+                "failed": outcome.failed,
+                "line": outcome.line,
+                "metric": settings[0] if settings else None,
+                "undecided": outcome.undecided,
+            }
         write_json(data, args.json)
     text_stream = sys.stderr if args.json == "-" else sys.stdout
     if args.json != "-":
         print(comparison_text(comparison), file=text_stream, flush=True)
     if outcome is not None:
         print(f"gputop: {outcome.line}", file=sys.stderr, flush=True)
-        return EXIT_REGRESSION if outcome.failed else EXIT_OK
+        return gate_exit(outcome)
     return EXIT_OK
+
+
+def gate_exit(outcome: Any) -> int:
+    """The gate's exit code: 8 where the runs cannot tell, 7 for a regression, 0 for a pass."""
+    if outcome.undecided:
+        return EXIT_UNDECIDED
+    return EXIT_REGRESSION if outcome.failed else EXIT_OK
 
 
 def baseline_gate(args: argparse.Namespace) -> tuple[str, dict[str, Any], tuple[str, float] | None] | None:
@@ -126,7 +141,7 @@ def judge_run(
         return EXIT_OK
     outcome = gate(comparison, *settings)
     print(f"gputop: {outcome.line}", file=sys.stderr, flush=True)
-    return EXIT_REGRESSION if outcome.failed else EXIT_OK
+    return gate_exit(outcome)
 
 
 SPEC = Subcommand(
@@ -137,5 +152,7 @@ SPEC = Subcommand(
     description="Compare run B against baseline A: what differs in their conditions, the call time's p50, p95 "
     "and mean with a bootstrap 95% interval and a Mann-Whitney U test (~ where the change is not real), kernels "
     "matched by name, the call breakdown, phases and memory peaks, and a verdict. With --fail-above PCT, exit 7 "
-    "when the metric is significantly slower by more than PCT.",
+    "when the metric is significantly slower by more than PCT, and exit 8 (cannot tell) when the runs are too noisy "
+    "to judge it: slower beyond chance by more than PCT but within a run's own wander, or kernels slower beyond "
+    "their floor while the calls wandered too far to show it.",
 )

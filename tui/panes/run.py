@@ -58,7 +58,8 @@ PM_CALLS_AFTER_CHART_ROWS = 4
 
 
 def baseline_line(baseline: LiveBaseline, snapshot: RunSnapshot) -> str:
-    """`vs base p50 -12.3% [-14.0%, -10.1%]` (a real change), `vs base ~ (+0.8%)`, and whose run it is.
+    """`vs base p50 -12.3% [-14.0%, -10.1%]` (a real change), `vs base ~ (+0.8%)`, `vs base p50 (-30.2%)` (beyond
+    chance, within the runs' own wander: `Change.within_wander`, as `gputop compare` marks it), and whose run it is.
 
     A baseline that ran on another device says which (`base 22.8 ms on local-task`): the change is then
     the devices' as much as the runs'.

@@ -3,7 +3,8 @@
 A profile pass says where one call's time went; the strip says what the GPU
 did over the last seconds while the calls went on: how busy its SMs, tensor
 pipes and DRAM were (percent of the part's peak) and its SM clock, each as a
-sparkline with its newest value. It is text built here from the snapshot's
+sparkline with its newest value (a quarter second without samples drawn apart
+from an idle one: `MISSING`). It is text built here from the snapshot's
 `PmSampling`, not in the pane, so it is tested without the app and fits any
 width the pane has: two metrics a line where the sparklines keep some length,
 one a line where the pane is narrow (a narrower pane shows fewer of the last
@@ -19,9 +20,10 @@ from collections.abc import Sequence
 
 from gputop.tui.bridge import PmMetric, PmSampling, mhz, percent
 
-__all__ = ["BLOCKS", "cut_end", "pm_calls_lines", "pm_strip_lines", "sparkline", "value_text"]
+__all__ = ["BLOCKS", "MISSING", "cut_end", "pm_calls_lines", "pm_strip_lines", "sparkline", "value_text"]
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+MISSING = "·"  # a quarter second without samples: not read, which a blank (read as idle) would hide
 PAIR_MIN_SPARK = 10  # two metrics a line while each sparkline keeps at least this many points, else one a line
 GAP = "  "  # between the two metrics of a line
 # A clock's sparkline spans at least this share of its highest point: boost clocks wander by a few MHz, and
@@ -29,15 +31,16 @@ GAP = "  "  # between the two metrics of a line
 CLOCK_SPAN_MIN = 0.1
 
 
-def sparkline(series: Sequence[float], unit: str, width: int) -> str:
+def sparkline(series: Sequence[float | None], unit: str, width: int) -> str:
     """The newest `width` points of `series` (oldest first) as block characters, one a bin (`bin_s`), the newest
     at the right end.
 
     A narrow pane shows fewer seconds rather than merged bins: a bin is a quarter second, the length of an
     idle gap between bursts of calls, and averaged with its neighbours the gap would be gone. Percentages
     are drawn against 0..100 (how busy, against the part's peak); a clock in MHz against its own range. A
-    point of exactly 0 is a blank: the engine's strip holds 0 where no sample fell, and a clock is never 0
-    while it runs; an idle GPU is blank too, so a busy 3% (▁) is told from nothing at all.
+    point of 0 is a blank: an idle GPU (its counters read, and read nothing), told from a busy 3% (▁). A
+    point without samples (None: before sampling began, a pause, a profile pass) is `MISSING`, neither a
+    blank nor a block: a gap in what was read is not an idle GPU.
     """
     points = list(series[-width:]) if width > 0 else []
     if not points:
@@ -45,12 +48,15 @@ def sparkline(series: Sequence[float], unit: str, width: int) -> str:
     if unit == "%":
         low, high = 0.0, 100.0
     else:
-        drawn = [p for p in points if p > 0]
+        drawn = [p for p in points if p is not None and p > 0]
         high = max(drawn, default=0.0)
         low = min(min(drawn, default=0.0), high * (1 - CLOCK_SPAN_MIN))
     span = high - low
     cells = []
     for point in points:
+        if point is None:
+            cells.append(MISSING)
+            continue
         if point <= 0:
             cells.append(" ")
             continue

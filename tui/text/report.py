@@ -350,6 +350,10 @@ def functions_lines(report: Report) -> list[str]:
             lines.append(f"  {name}: {parts}")
         if row.get("between_p50_ms") is not None:
             lines.append(f"  {name}: between calls {ms(row['between_p50_ms'])} (the program's own time, p50)")
+    # The report's calls are the busiest function's (the first row): its groups, as the Run pane says them.
+    groups = modes_text((report.get("calls") or {}).get("modes"))
+    if groups:
+        lines.append(f"  {function_name(functions[0])}: {groups}")
     dropped = dropped_line(report.get("program") or {})
     return [*lines, *([f"  {dropped}"] if dropped else [])]
 

@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from gputop.core.call_modes import ClockReadings
+from gputop.core.call_modes import ClockReadings, NeighbourReadings
 from gputop.core.call_times import CallTimer
 from gputop.core.compare.samples import call_samples, samples_block
 from gputop.core.records.calls import CallStats
@@ -58,6 +58,8 @@ class CallsState:
     # The GPU's clock readings, where a clock watch takes them: each group of calls (`calls.modes`) is given
     # the clock it ran at. None: the groups' clocks are unknown.
     clock_readings: ClockReadings | None = None
+    # ... and the neighbour watch's views: what else each group of calls ran beside (the host's others, the GPU's).
+    neighbour_readings: NeighbourReadings | None = None
 
     @property
     def timer(self) -> CallTimer:
@@ -111,4 +113,7 @@ class CallsState:
     def fields(self, *, exact: bool = False) -> CallsFields:
         """The part's piece of a snapshot; `exact` (a forced snapshot) looks for the calls' groups again now."""
         enqueue = self.enqueue_timer.snapshot() if self.enqueue_timer is not None else None
-        return CallsFields(calls=self.timer.snapshot(exact=exact, clock_readings=self.clock_readings), enqueue=enqueue)
+        calls = self.timer.snapshot(
+            exact=exact, clock_readings=self.clock_readings, neighbour_readings=self.neighbour_readings
+        )
+        return CallsFields(calls=calls, enqueue=enqueue)

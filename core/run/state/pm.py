@@ -134,7 +134,7 @@ class PmState:
     _kept: int = 0  # rows in the ring (it fills oldest first, then wraps)
     _next: int = 0
     tallies: list[Counter[float]] = field(default_factory=list)
-    _strip: tuple[tuple[float | None, ...], tuple[tuple[float, ...], ...]] | None = None  # until new samples
+    _strip: tuple[tuple[float | None, ...], tuple[tuple[float | None, ...], ...]] | None = None  # until new samples
 
     # -- the PM watch's events (its thread, and the engine) -----------------------
     def pm_ready(self, info: dict[str, Any]) -> None:
@@ -250,8 +250,9 @@ class PmState:
                 figures.append(PmCallFigures(metric.name, float(p50), float(p95)))
         return tuple(figures)
 
-    def strip(self) -> tuple[tuple[float | None, ...], tuple[tuple[float, ...], ...]]:
-        """Each metric's newest value and its strip (STRIP_S in BIN_S points, oldest first; no samples: 0)."""
+    def strip(self) -> tuple[tuple[float | None, ...], tuple[tuple[float | None, ...], ...]]:
+        """Each metric's newest value and its strip (STRIP_S in BIN_S points, oldest first): None where no
+        sample fell in a point (before sampling began, a pause), which is not 0, an idle GPU's reading."""
         kept = self.kept()
         if not len(kept):
             return tuple(None for _ in self.metrics), tuple(() for _ in self.metrics)
@@ -265,9 +266,8 @@ class PmState:
         series = []
         for i in range(len(self.metrics)):
             sums = np.bincount(index[use], weights=kept[use, 2 + i], minlength=bins)[:bins]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                means = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
-            series.append(tuple(round(float(v), 4) for v in means))
+            means = sums / np.maximum(counts, 1)
+            series.append(tuple(round(float(v), 4) if n else None for v, n in zip(means, counts, strict=True)))
         return newest, tuple(series)
 
     def fields(self, now_s: float) -> PmFields:

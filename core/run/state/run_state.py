@@ -83,6 +83,7 @@ class RunState:
         self.neighbours = NeighboursState(link)
         self.clocks = ClocksState(link, self.log, self.calls)
         self.calls.clock_readings = self.clocks.readings  # each group of calls gets the clock it ran at
+        self.calls.neighbour_readings = self.neighbours.readings  # ... and what ran beside it
         self.pm = PmState(link, self.log, self.calls, self.devices)
         self.lifecycle = LifecycleState(link, self.log)
         self._snapshot = self._build_snapshot()
