@@ -180,10 +180,12 @@ def test_a_cuda_programs_kernels_are_named_through_the_real_command(short_dir: P
         pytest.skip("no CUDA module with sources: set GPUTOP_TEST_CUDA_SOURCES (prepare_cuda_sources)")
     runtime = runtime_only_folder(short_dir / "runtime")
     python = short_dir / "python"
-    python.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{runtime}" exec "{sys.executable}" -s "$@"\n')
+    # The program's path: gputop's watcher folder (the first entry gputop puts on it) and the runtime alone, not
+    # whatever gputop itself was found on (on the GPU machines, PYTHONPATH holds gputop and every wheel).
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH%%:*}}:{runtime}" exec "{sys.executable}" -s "$@"\n')
     python.chmod(0o755)
     out = short_dir / "report.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GPUTOP_WATCH"))}
+    env = {k: v for k, v in os.environ.items() if k == "PYTHONPATH" or not k.startswith(("PYTHON", "GPUTOP_WATCH"))}
     proc = subprocess.run(
         [sys.executable, "-m", "gputop.tui", "run", "--profile", "--json", str(out), "--",
          str(python), str(PROGRAMS / "load_and_call.py"), str(folder / "model.vmfb"), str(folder / "model.irpa"),
