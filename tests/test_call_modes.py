@@ -340,3 +340,14 @@ def test_a_program_whose_groups_nothing_gputop_sees_explains(tmp_path: Path) -> 
         f"the {slow['median_ms']:.3f} ms calls in {slow['stretches']} stretches among the others')"
     ), text
     assert f"  rowsum.main: {text}" in proc.stderr  # the report's text (stderr: stdout is the program's) names them
+
+
+def test_groups_beside_another_process_on_the_gpu_name_it_first() -> None:
+    """Issue 57 item 7 on an H200: a second run on the GPU split the calls 34%/66% at 1980 vs 1980 MHz, both
+    groups beside it (242 stretches each). The line names the other process as what may part them, not as one
+    more thing that does not differ; the second source is the run itself (its `others` line: python3, 79% SM)."""
+    recorded = json.loads((Path(__file__).parent / "data" / "groups" / "cuda_neighbour_h200.json").read_text())
+    text = modes_text(recorded["modes"])
+    assert text is not None and "clock 1980 vs 1980 MHz: the same, so not what parts them" in text, text
+    assert "but 1 other process used the GPU over every group" in text, text
+    assert "others on the host 1.17 vs 1.17 cores" in text, text
