@@ -1,4 +1,4 @@
-"""A watched program in the real TUI (Pilot): keys that fit it, and where its time goes (issues 55, 56).
+"""A watched program in the real TUI (Pilot): keys that fit it, where its time goes and its memory (issues 55-57).
 
 The app runs over its own engine process (`gputop serve -- CMD`, as `gputop -- python app.py` does) watching
 a real program from an environment without gputop (tests/programs/why_slow.py, the same numpy array passed on
@@ -9,15 +9,36 @@ program goes on calling after `r` and `d`.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
+import psutil
 from program_env import PROGRAMS
+from textual.widgets import Static
 from tui_pilot import wait_for
 
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import EngineProcess
 from gputop.tui.panes.log import LogPane
 from gputop.tui.screens.stacks import StacksScreen, stacks_text
+
+RESULT_BYTES = 32 * 512 * 4  # mlp.main's result, 32x512 f32 (tests/programs/make_assets.py: BATCH x WIDTH)
+
+
+def watched(program: list[str], session: Path) -> EngineProcess:
+    """The app's engine watching `program` in its own environment: only gputop's watcher folder on its path."""
+    env_before = dict(os.environ)
+    os.environ.pop("PYTHONPATH", None)
+    try:
+        return EngineProcess(["--", *program], session)
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+
+
+def held(app: GputopApp) -> tuple[int, int]:
+    program = app.snapshot.program if app.snapshot is not None else None
+    return (program.held.count, program.held.bytes) if program is not None and program.held else (0, 0)
 
 
 def calls(app: GputopApp) -> int:
@@ -57,4 +78,39 @@ async def test_keys_that_cannot_act_on_a_watched_program_say_why_and_w_shows_its
         assert "rowsum.main: " in text and "arguments " in text and " · invoke " in text
         assert "why_slow.py:" in text, text
         await pilot.press("escape")
+        await pilot.press("q")
+
+
+async def test_the_memory_pane_says_where_a_programs_held_results_are(
+    tmp_path: Path, program_python: Path, program_assets: tuple[Path, Path]
+) -> None:
+    """Issue 57, 9: the Run pane counted 1187 held results (1.2 GiB) while the pools said DEVICE live 0 B. On
+    local-task the allocator counts them freed (allocated = freed) and they are in the process's host memory:
+    the test reads the program's RSS itself (psutil on its pid) and finds it grown by the held bytes, and the held
+    bytes are the module's own result size (32x512 f32) times the count."""
+    vmfb, irpa = program_assets
+    program = [str(program_python), str(PROGRAMS / "hold_results.py"), str(vmfb), str(irpa), "100000"]
+    app = GputopApp(watched(program, tmp_path / "session"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: held(app)[0] > 100, timeout=180)
+        pid = app.snapshot.program.pid if app.snapshot and app.snapshot.program else None
+        assert pid is not None
+        count0, bytes0, rss0 = *held(app), psutil.Process(pid).memory_info().rss
+        await wait_for(pilot, lambda: held(app)[0] > count0 + 300, timeout=120)
+        count1, bytes1, rss1 = *held(app), psutil.Process(pid).memory_info().rss
+        assert bytes1 == count1 * RESULT_BYTES and bytes0 == count0 * RESULT_BYTES
+        assert rss1 - rss0 >= 0.8 * (bytes1 - bytes0), (rss0, rss1, bytes0, bytes1)  # the host holds them
+        await wait_for(pilot, lambda: "held results" in str(app.query_one("#memory-device", Static).render()))
+        text = " ".join(str(app.query_one("#memory-device", Static).render()).split())
+        found = re.search(
+            r"held results ([\d,]+) · ([\d.]+ [KMG]iB): in host memory \(host RSS below\); "
+            r"not in the allocator's live ([\d.]+ K?i?B) \(local-task counts them freed\)",
+            text,
+        )
+        assert found, text
+        sample = app.snapshot.memory if app.snapshot else None
+        assert sample is not None
+        pools = [pool for device in sample.devices for pool in device.pools]
+        assert sum(p.live_bytes for p in pools) < held(app)[1]  # the pools leave them out, as the line says
+        assert sum(p.allocated_bytes for p in pools) >= held(app)[1]  # and saw them allocated: counted freed
         await pilot.press("q")

@@ -21,6 +21,7 @@ __all__ = [
     "function_name",
     "function_rows",
     "held_line",
+    "held_where",
     "parts_line",
     "program_calls_text",
     "program_table",
@@ -87,6 +88,37 @@ def function_rows(
             ]
         )
     return rows
+
+
+def held_where(held: Mapping[str, Any] | None, devices: Sequence[Mapping[str, Any]]) -> str | None:
+    """Where the program's held results are, for the Memory pane beside its pools (`devices`: the memory sample's
+    `DeviceMemory` rows as JSON), or None while it holds none.
+
+    On local-task the results a program keeps are in its host memory (its RSS grows by their bytes: 2,000 held
+    64 KiB results, 125 MiB, grew it 129 MiB) while the allocator counts every one of them freed (allocated =
+    freed, live 0 B): `held results 745 · 46.6 MiB: in host memory (host RSS below); not in the allocator's live
+    0 B (local-task counts them freed)`. Elsewhere they are on the device; the allocator's live bytes are said
+    beside them, and whether they leave the results out (live below held): counted freed (allocated at least
+    their bytes) or never counted (IREE's statistics miss a compiled program's queue-ordered allocations).
+    """
+    if not held or not held.get("count"):
+        return None
+    size = int(held.get("bytes") or 0)
+    pools = [pool for row in devices for pool in row.get("pools") or ()]
+    live = sum(int(pool.get("live_bytes") or 0) for pool in pools)
+    allocated = sum(int(pool.get("allocated_bytes") or 0) for pool in pools)
+    text = f"held results {int(held['count']):,} · {human_bytes(size)}"
+    host = bool(devices) and all(row.get("source") == "host" for row in devices)
+    ids = [str(row.get("device_id")) for row in devices]
+    if host:
+        text += ": in host memory (host RSS below)"
+    elif ids:
+        text += f": on {', '.join(ids)}"
+    drivers = ", ".join(dict.fromkeys(i.split(":")[0] for i in ids)) or "the allocator"
+    if live < size:  # it saw them allocated and counts them freed, or never saw them
+        how = "counts them freed" if allocated >= size else "did not count them"
+        return text + f"; not in the allocator's live {human_bytes(live)} ({drivers} {how})"
+    return text + f"; the allocator's live bytes {human_bytes(live)}"
 
 
 def held_line(held: Mapping[str, Any] | None, growth: Mapping[str, Any] | None) -> str | None:
