@@ -15,11 +15,12 @@ from pathlib import Path
 import psutil
 from program_env import PROGRAMS
 from textual.widgets import Static
-from tui_pilot import wait_for
+from tui_pilot import footer_keys, key_name, screen_lines, wait_for
 
 from gputop.tui.app import GputopApp
 from gputop.tui.bridge import EngineProcess
 from gputop.tui.panes.log import LogPane
+from gputop.tui.screens import HelpScreen, RooflineScreen, TimelineScreen
 from gputop.tui.screens.stacks import StacksScreen, stacks_text
 
 RESULT_BYTES = 32 * 512 * 4  # mlp.main's result, 32x512 f32 (tests/programs/make_assets.py: BATCH x WIDTH)
@@ -113,4 +114,70 @@ async def test_the_memory_pane_says_where_a_programs_held_results_are(
         pools = [pool for device in sample.devices for pool in device.pools]
         assert sum(p.live_bytes for p in pools) < held(app)[1]  # the pools leave them out, as the line says
         assert sum(p.allocated_bytes for p in pools) >= held(app)[1]  # and saw them allocated: counted freed
+        await pilot.press("q")
+
+
+def kernels_hint(app: GputopApp) -> str:
+    """What the Kernels pane says while it has no profile (at 160 columns it shares its rows with the Run pane)."""
+    return " ".join(str(app.main.query_one("#kernels-hint", Static).render()).split())
+
+
+def shown_text(app: GputopApp) -> str:
+    """The screen as the terminal shows it, its rows joined and its spaces and borders squeezed."""
+    return " ".join(" ".join(line.strip(" │╭╮╰╯─").split()) for line in screen_lines(app))
+
+
+async def test_a_watched_program_is_offered_only_the_keys_that_act_on_it(
+    tmp_path: Path, program_python: Path, program_assets: tuple[Path, Path]
+) -> None:
+    """Issue 57, 12: a watched program on local-task was offered space, r, d, c, t, f and L, and after `p` was
+    refused, and after the program ended, the Kernels pane and the windows said "press p to profile the running
+    module". The footer now offers what acts (e, l, s beside ? and q); `?` says why each of the others cannot
+    (the engine's own sentence: the second source is the Log's answer when the key is pressed); the pane and
+    windows say why there is no profile, and, once the program has ended, that it has."""
+    vmfb, irpa = program_assets
+    program = [str(program_python), str(PROGRAMS / "hold_results.py"), str(vmfb), str(irpa), "1500"]
+    app = GputopApp(watched(program, tmp_path / "session"))
+    async with app.run_test(size=(160, 60)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 20, timeout=180)
+        await wait_for(pilot, lambda: "Export" in shown_text(app).split("Quit", 1)[-1])
+        keys = [key_name(k) for k in await footer_keys(app, pilot) if k.display]
+        assert set(keys) == {"question_mark", "q", "e", "l", "s"}, keys
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and "not for this run" in shown_text(app))
+        text = shown_text(app)
+        for why in (
+            "space a watched program makes its own calls: gputop cannot pause them",
+            "p IREE's Python bindings open no profile sink on local-task",
+            "n Nsight Compute must start the program itself",
+            "c not for a watched program: RenderDoc must be loaded before it makes its Vulkan device",
+            "r a watched program is not restarted by gputop",
+            "d a watched program picks its devices in its own code",
+            "t no profile of this program: IREE's Python bindings open no profile sink on local-task",
+            "f no profile of this program",
+            "L no profile of this program",
+        ):
+            assert why in text, (why, text)
+        await pilot.press("escape")
+        log = app.query_one(LogPane)
+        await pilot.press("p")  # refused, in the engine's words: the same sentence `?` gave
+        await wait_for(
+            pilot, lambda: any("p: " not in m and "no profile sink on local-task" in m for m in log.messages)
+        )
+        await wait_for(pilot, lambda: "no profile of this program: IREE's Python bindings" in kernels_hint(app))
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await wait_for(pilot, lambda: "no profile of this program: IREE's Python bindings" in shown_text(app))
+        assert "press p" not in shown_text(app)
+        await pilot.press("escape")
+        # The program ends (1500 calls): what is said is that it has, not to press p
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.program.ended is not None, 180)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, RooflineScreen))
+        ended = "no profile of this program: the program has ended (exited 0): it makes no more calls to profile"
+        await wait_for(pilot, lambda: ended in shown_text(app))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: ended in kernels_hint(app))
+        keys = [key_name(k) for k in await footer_keys(app, pilot) if k.display]
+        assert "p" not in keys and "t" not in keys, keys
         await pilot.press("q")

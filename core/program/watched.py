@@ -48,6 +48,7 @@ from gputop.core.program.profile import (
     profile_from_event,
     why_not,
 )
+from gputop.core.program.refusals import PAUSE_REFUSAL, PM_NOT_WATCHED, counters_refusal
 from gputop.core.program.stacks import StackSampler, find_py_spy
 from gputop.core.program.trace import TraceKeeper
 from gputop.core.records.devices import DeviceInfo
@@ -65,13 +66,6 @@ from gputop.core.store.report import CUT_SHORT
 from gputop.core.units import seconds
 
 __all__ = ["ProgramOutcome", "WatchedProcess"]
-
-# PM sampling reads the work of the process that samples (bench/gpu/pm_strip.sh: a sampler beside another
-# process decoded no samples); the watcher inside the program does not sample yet.
-PM_NOT_WATCHED = (
-    "PM sampling sees only the work of the process that samples, and a watched program's calls run in its own: "
-    "gputop run on its .vmfb samples the same module's calls"
-)
 
 LOAD_LINES = 10  # module and parameter loads said one by one in the Log (a load per request is diagnosed)
 CONTEXT_LINES = 3  # contexts said one by one in the Log; the rest are counted (program.contexts) and diagnosed
@@ -534,7 +528,7 @@ class WatchedProcess:
 
     def pause_refusal(self) -> str:
         """Why space cannot pause a watched program (the control channel's toggle asks before it pauses)."""
-        return "a watched program makes its own calls: gputop cannot pause them (q ends the program)"
+        return PAUSE_REFUSAL
 
     def pause(self) -> None:
         """Nothing to do: the program makes its own calls (`pause_refusal` says so first)."""
@@ -565,7 +559,7 @@ class WatchedProcess:
         return PM_NOT_WATCHED if on else None
 
     def request_counters(self) -> str | None:
-        return f"Nsight Compute must start the program itself; run ncu --target-processes all {' '.join(self.command)}"
+        return counters_refusal(self.command)
 
     def keep_samples(self, seconds: float) -> None:
         self.parts.writer.watch(seconds)

@@ -39,6 +39,7 @@ from gputop.tui.bridge import (
 )
 from gputop.tui.call_strip import KINDS, LABEL_WIDTH, strip_rows
 from gputop.tui.screens.window import Window
+from gputop.tui.text.program import no_profile_text
 
 __all__ = [
     "KINDS",
@@ -125,7 +126,7 @@ def render_timeline(
     if snapshot.profiling and (profile is None or profile.call_breakdown is None):
         return Text("profiling... the timeline appears when the pass ends")
     if profile is None:
-        return Text("no profile yet: press p to profile the running module (the Timeline shows the median call)")
+        return Text(no_profile_text(snapshot, " (the Timeline shows the median call)"))
     breakdown = profile.call_breakdown
     if breakdown is None:
         return Text(f"this profile ({profile.source}) has no call breakdown: its records do not show the call")

@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputop.tui.bridge import human_bytes, ms
+from gputop.tui.bridge import RunSnapshot, human_bytes, ms, program_refusal, to_json
 
 __all__ = [
     "FUNCTION_HEADER",
@@ -22,14 +22,26 @@ __all__ = [
     "function_rows",
     "held_line",
     "held_where",
+    "no_profile_text",
     "parts_line",
     "program_calls_text",
     "program_table",
     "program_title",
     "stacks_lines",
+    "watched_refusal",
 ]
 
 FUNCTION_HEADER = ("function", "calls", "/s", "p50", "p95", "max")
+# The MainScreen actions a watched program may refuse, as the engine names the request; the windows that draw a
+# profile can act only where there is one, or where `p` can make one.
+WATCHED_OPS = {
+    "toggle_pause": "pause",
+    "profile": "profile",
+    "counters": "counters",
+    "pm_sampling": "pm",
+    "capture": "capture",
+}
+PROFILE_WINDOWS = ("timeline", "roofline", "layers")
 PANE_NAME = 16  # the Run pane is narrow: a function's name is cut to this, the report keeps it whole
 
 
@@ -44,6 +56,32 @@ def program_title(program: Mapping[str, Any], width: int = 100) -> str:
     if others:
         text += f" +{others} more process{'es' if others > 1 else ''}"
     return text
+
+
+def watched_refusal(snapshot: RunSnapshot | None, action: str) -> str | None:
+    """Why the MainScreen `action` cannot act on this watched program now (the engine's own sentence), or None:
+    also None for a run gputop makes itself, whose refusals the engine gives when asked."""
+    program = snapshot.program if snapshot is not None else None
+    if snapshot is None or program is None:
+        return None
+    ended = ended_text(to_json(program)) if program.ended is not None else None
+    backends = {device_id.split(":")[0] for device_id in snapshot.device_ids}
+    if action in PROFILE_WINDOWS:
+        if snapshot.profile is not None or snapshot.profiling:
+            return None
+        why = program_refusal("profile", backends, program.command, ended)
+        return f"no profile of this program: {why}" if why else None
+    op = WATCHED_OPS.get(action)
+    return program_refusal(op, backends, program.command, ended) if op else None
+
+
+def no_profile_text(snapshot: RunSnapshot | None, then: str = "") -> str:
+    """What a pane or window that draws a profile says before there is one: how to make one (`then`: the key
+    that opens it after), or, for a watched program `p` cannot profile (ended, not CUDA), why not."""
+    why = watched_refusal(snapshot, "timeline")
+    if why:
+        return why
+    return f"no profile yet: press p to profile the running module{then}"
 
 
 def function_name(row: Mapping[str, Any]) -> str:
