@@ -181,3 +181,41 @@ async def test_a_watched_program_is_offered_only_the_keys_that_act_on_it(
         keys = [key_name(k) for k in await footer_keys(app, pilot) if k.display]
         assert "p" not in keys and "t" not in keys, keys
         await pilot.press("q")
+
+
+async def test_at_80x24_the_header_keeps_a_row_for_the_warning_and_a_crash_shows_its_cause(
+    tmp_path: Path, program_python: Path, program_assets: tuple[Path, Path]
+) -> None:
+    """Issue 57, 11: at 80x24 the header cut the newest diagnosis to `! parameters: 5.0 MiB went throu…` on the
+    memory row, and a crash's exception of several lines put its last line (`[ 0] bytecode mlp@1:156 -`) where
+    the memory row was, the cause only after `l`. The program (tests/programs/bad_shape.py) loads its parameters
+    through host memory, calls, then passes one row too many; the second source for the cause is the program's
+    own stderr, as the Log has it."""
+    vmfb, irpa = program_assets
+    program = [str(program_python), str(PROGRAMS / "bad_shape.py"), str(vmfb), str(irpa), "600"]
+    app = GputopApp(watched(program, tmp_path / "session"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: calls(app) > 20 and bool(app.snapshot and app.snapshot.program.hints), 180)
+        hint = next(h for h in app.snapshot.program.hints if h.startswith("parameters: "))  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: screen_lines(app)[2].strip().startswith("! parameters: 2.0 MiB went through"))
+        rows = screen_lines(app)
+        assert rows[1].strip().startswith("memory "), rows[:3]  # the memory row stays the memory row
+        assert rows[2].rstrip().endswith("…") and len(rows[2].rstrip()) <= 80  # one row, cut where it must be
+        await pilot.press("l")  # the Log has it whole
+        await wait_for(pilot, lambda: " ".join(hint.split()) in shown_text(app))
+        await pilot.press("l")
+        log = app.query_one(LogPane)
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.program.ended is not None, 180)
+        await wait_for(pilot, lambda: any(m.startswith("warning: the run has ended") for m in log.messages))
+        stderr = [m for m in log.messages if m.startswith("warning: stderr: ValueError: ")]
+        assert stderr and "expected 32 but have 33" in stderr[0]  # the program's own words
+        await wait_for(pilot, lambda: screen_lines(app)[2].strip().startswith("✗ raised: ValueError: INVALID_ARG"))
+        rows = screen_lines(app)
+        assert rows[1].strip().startswith("memory "), rows[:3]
+        assert "raised (exit 1)" in rows[0] or rows[0].rstrip().endswith("…"), rows[0]
+        assert not any("bytecode mlp@" in row for row in rows[:3]), rows[:3]
+        # Without `l`: the collapsed Log keeps the crash's line, the cause in it, beside the run's ending
+        log_rows = " ".join(" ".join(row.strip(" │╭╮╰╯─").split()) for row in rows[-6:-1])
+        assert "program raised: ValueError: INVALID_ARGUMENT" in log_rows, rows[-6:]
+        assert "expected 32 but have 33" in log_rows and "the run has ended" in log_rows, rows[-6:]
+        await pilot.press("q")

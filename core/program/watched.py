@@ -64,6 +64,7 @@ from gputop.core.run.parts import RunParts
 from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.report import CUT_SHORT
 from gputop.core.units import seconds
+from gputop.core.wording import exception_line
 
 __all__ = ["ProgramOutcome", "WatchedProcess"]
 
@@ -328,7 +329,8 @@ class WatchedProcess:
         with self._lock:
             self.outcome.ended = "raised"
             self.outcome.line = line
-        self.state.log.add("error", f"program raised: {line}")
+        one, frames = exception_line(line)  # the cause in one line; the VM's frames after it (program.log: all)
+        self.state.log.add("error", f"program raised: {one}" + (f" (VM stack: {' '.join(frames)})" if frames else ""))
         self._publish_view()
 
     # -- memory, from the engine's side ----------------------------------------------------

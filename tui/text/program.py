@@ -12,12 +12,13 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputop.tui.bridge import RunSnapshot, human_bytes, ms, program_refusal, to_json
+from gputop.tui.bridge import RunSnapshot, exception_line, human_bytes, ms, program_refusal, to_json
 
 __all__ = [
     "FUNCTION_HEADER",
     "dropped_line",
     "ended_text",
+    "exception_text",
     "function_name",
     "function_rows",
     "held_line",
@@ -89,6 +90,12 @@ def function_name(row: Mapping[str, Any]) -> str:
     return f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
 
 
+def exception_text(line: str | None) -> str:
+    """A watched program's exception in one line, the cause in it (`ValueError: ... expected 32 but have 33; ...`):
+    IREE's VM frames and C source locations left out (the Log and program.log keep them)."""
+    return exception_line(str(line or ""))[0]
+
+
 def ended_text(program: Mapping[str, Any]) -> str:
     """`exited 0`, `raised: ValueError: bad`, `killed by SIGKILL (exit 137)`, or `running`."""
     ended = program.get("ended")
@@ -99,7 +106,7 @@ def ended_text(program: Mapping[str, Any]) -> str:
     if ended == "signal":
         return f"killed by {line} (exit {code})"
     if ended == "raised":
-        return f"raised: {line} (exit {code})"
+        return f"raised: {exception_text(line)} (exit {code})"
     return f"exited {code}"
 
 
