@@ -113,7 +113,9 @@ async def test_the_memory_pane_says_where_a_programs_held_results_are(
         assert sample is not None
         pools = [pool for device in sample.devices for pool in device.pools]
         assert sum(p.live_bytes for p in pools) < held(app)[1]  # the pools leave them out, as the line says
-        assert sum(p.allocated_bytes for p in pools) >= held(app)[1]  # and saw them allocated: counted freed
+        # and saw them allocated, so counted them freed: at least those held a second before (the sample may lag
+        # the held count by one of the watcher's reports, 0.5 s)
+        assert sum(p.allocated_bytes for p in pools) >= bytes0
         await pilot.press("q")
 
 
@@ -168,7 +170,7 @@ async def test_a_watched_program_is_offered_only_the_keys_that_act_on_it(
         await pilot.press("t")
         await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
         await wait_for(pilot, lambda: "no profile of this program: IREE's Python bindings" in shown_text(app))
-        assert "press p" not in shown_text(app)
+        assert "press p" not in shown_text(app) and "p profiles again" not in shown_text(app)
         await pilot.press("escape")
         # The program ends (1500 calls): what is said is that it has, not to press p
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.program.ended is not None, 180)

@@ -39,7 +39,7 @@ from gputop.tui.bridge import (
 )
 from gputop.tui.call_strip import KINDS, LABEL_WIDTH, strip_rows
 from gputop.tui.screens.window import Window
-from gputop.tui.text.program import no_profile_text
+from gputop.tui.text.program import no_profile_text, watched_refusal
 
 __all__ = [
     "KINDS",
@@ -254,7 +254,8 @@ class TimelineScreen(Window[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static("[b]Timeline[/b]: where the call time goes  (t or escape closes, p profiles again)")
+            again = "" if watched_refusal(self._newest, "profile") else ", p profiles again"  # a watched program's
+            yield Static(f"[b]Timeline[/b]: where the call time goes  (t or escape closes{again})")
             yield TimelineView(id="timeline-view")
 
     def on_mount(self) -> None:

@@ -142,9 +142,10 @@ def held_where(held: Mapping[str, Any] | None, devices: Sequence[Mapping[str, An
     On local-task the results a program keeps are in its host memory (its RSS grows by their bytes: 2,000 held
     64 KiB results, 125 MiB, grew it 129 MiB) while the allocator counts every one of them freed (allocated =
     freed, live 0 B): `held results 745 · 46.6 MiB: in host memory (host RSS below); not in the allocator's live
-    0 B (local-task counts them freed)`. Elsewhere they are on the device; the allocator's live bytes are said
-    beside them, and whether they leave the results out (live below held): counted freed (allocated at least
-    their bytes) or never counted (IREE's statistics miss a compiled program's queue-ordered allocations).
+    0 B (local-task counts them freed)`. Elsewhere they are on the device, the allocator's live bytes beside
+    them and whether those leave them out (live below held); how that allocator counts them is not said, not
+    having been seen (IREE's statistics miss a compiled program's queue-ordered allocations). The pools come
+    from the memory sample, which may lag the held count by one of the watcher's reports (0.5 s).
     """
     if not held or not held.get("count"):
         return None
@@ -159,11 +160,13 @@ def held_where(held: Mapping[str, Any] | None, devices: Sequence[Mapping[str, An
         text += ": in host memory (host RSS below)"
     elif ids:
         text += f": on {', '.join(ids)}"
-    drivers = ", ".join(dict.fromkeys(i.split(":")[0] for i in ids)) or "the allocator"
-    if live < size:  # it saw them allocated and counts them freed, or never saw them
-        how = "counts them freed" if allocated >= size else "did not count them"
-        return text + f"; not in the allocator's live {human_bytes(live)} ({drivers} {how})"
-    return text + f"; the allocator's live bytes {human_bytes(live)}"
+    drivers = ", ".join(dict.fromkeys(i.split(":")[0] for i in ids))
+    if live >= size:
+        return text + f"; the allocator's live bytes {human_bytes(live)}"
+    text += f"; not in the allocator's live {human_bytes(live)}"
+    if host:  # seen on local-task: allocated = freed while they are held (the CPU's device memory is the host's)
+        text += f" ({drivers} counts them freed)" if allocated else f" ({drivers} did not count them)"
+    return text
 
 
 def held_line(held: Mapping[str, Any] | None, growth: Mapping[str, Any] | None) -> str | None:
