@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from gputop.core.profiling.work.efficiency import ridge_intensity
     from gputop.core.profiling.work.layer_names import layer_name, named_layer
     from gputop.core.program import WATCH_PATH_DIR, ProgramHost, find_command, program_label
+    from gputop.core.program.refusals import program_refusal
     from gputop.core.program.trace import program_trace
     from gputop.core.records.base import to_json
     from gputop.core.records.breakdown import CallBreakdown, CallSegment
@@ -133,6 +134,7 @@ if TYPE_CHECKING:
         check_tolerances,
         dram_bytes,
         estimated_work,
+        exception_line,
         host_load_text,
         limits_line,
         limits_lines,
@@ -203,7 +205,7 @@ RUN: Rooms = {
 }
 
 # Watch a user's own program (`gputop -- CMD`, `gputop.watch()`): its host, the command found, its label, the
-# folder for an environment without gputop, its trace.
+# folder for an environment without gputop, its trace, and why a request cannot act on it.
 WATCH: Rooms = {
     "gputop.core.program": (
         "WATCH_PATH_DIR",
@@ -211,6 +213,7 @@ WATCH: Rooms = {
         "find_command",
         "program_label",
     ),
+    "gputop.core.program.refusals": ("program_refusal",),
     "gputop.core.program.trace": ("program_trace",),
 }
 
@@ -332,6 +335,7 @@ SAY: Rooms = {
         "check_tolerances",
         "dram_bytes",
         "estimated_work",
+        "exception_line",
         "host_load_text",
         "limits_line",
         "limits_lines",

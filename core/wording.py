@@ -16,6 +16,7 @@ session store.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "clocks_text",
     "dram_bytes",
     "estimated_work",
+    "exception_line",
     "host_load_text",
     "limits_line",
     "limits_lines",
@@ -332,3 +334,31 @@ def module_bytes_text(row: Mapping[str, Any]) -> str:
     if str(row.get("device_id", "")).startswith("local"):  # local-task: 0 B for a 1 MiB constant
         took += "; a CPU device reads them in place, from the mapped files"
     return f"{what}; {'not all' if loaded else 'not'} in the allocator's pools ({took})"
+
+
+IREE_FRAME = re.compile(r"^\[\s*\d+\]\s")  # IREE's VM stack frames, one a line: `[ 0] bytecode mlp@1:156 -`
+# IREE's C source location in a status: `c/runtime/src/iree/modules/hal/utils/buffer_diagnostics.c:225: `
+SOURCE_LOCATION = re.compile(r"(?<![\w/])[\w./-]+\.(?:c|cc|cpp|h):\d+: ")
+TYPE_PREFIX = re.compile(r"^[A-Za-z_][\w.]*: ")
+IREE_CALL = "Error invoking function: "  # the bindings' prefix to every failed call: the status says what failed
+
+
+def exception_line(text: str) -> tuple[str, tuple[str, ...]]:
+    """An exception's text as one line, and IREE's VM stack frames that followed it.
+
+    IREE's errors run to several lines: the status (the cause: `INVALID_ARGUMENT; input0 shape dimension 0
+    mismatch; expected 32 but have 33; ...`) after a C source location, then a line per VM frame (`[ 0] bytecode
+    mlp@1:156 -`). A face showing the last line showed the frame and not the cause. The line kept is the last
+    that is not a frame, without the source locations and the bindings' `Error invoking function: `, with the
+    exception's type where it came on an earlier line.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    frames = tuple(line for line in lines if IREE_FRAME.match(line))
+    kept = [line for line in lines if not IREE_FRAME.match(line)]
+    if not kept:
+        return text.strip(), frames
+    line = SOURCE_LOCATION.sub("", kept[-1]).replace(IREE_CALL, "")
+    kind = TYPE_PREFIX.match(kept[0])
+    if len(kept) > 1 and kind and not line.startswith(kind.group(0)):
+        line = kind.group(0) + line
+    return line, frames

@@ -261,7 +261,7 @@ class GputopApp(App[int]):
         self.call_from_thread(self.exit, 0)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.main.refused_actions()))
 
     def action_bring_forward(self, pane_id: str) -> None:
         self.main.bring_forward(pane_id)

@@ -42,7 +42,14 @@ from gputop.core.program.growth import GrowthTracker
 from gputop.core.program.kernel_names import ProgramKernelNames
 from gputop.core.program.memory import ProgramMemory, pools_in_report
 from gputop.core.program.phases import ProgramPhases
-from gputop.core.program.profile import PROFILE_CALLS, PROFILE_WARMUP_CALLS, cupti_paths, profile_from_event, why_not
+from gputop.core.program.profile import (
+    PROFILE_CALLS,
+    PROFILE_WARMUP_CALLS,
+    cupti_paths,
+    profile_from_event,
+    why_not,
+)
+from gputop.core.program.refusals import PAUSE_REFUSAL, PM_NOT_WATCHED, counters_refusal
 from gputop.core.program.stacks import StackSampler, find_py_spy
 from gputop.core.program.trace import TraceKeeper
 from gputop.core.records.devices import DeviceInfo
@@ -58,15 +65,9 @@ from gputop.core.run.parts import RunParts
 from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.report import CUT_SHORT
 from gputop.core.units import seconds
+from gputop.core.wording import exception_line
 
 __all__ = ["ProgramOutcome", "WatchedProcess"]
-
-# PM sampling reads the work of the process that samples (bench/gpu/pm_strip.sh: a sampler beside another
-# process decoded no samples); the watcher inside the program does not sample yet.
-PM_NOT_WATCHED = (
-    "PM sampling sees only the work of the process that samples, and a watched program's calls run in its own: "
-    "gputop run on its .vmfb samples the same module's calls"
-)
 
 LOAD_LINES = 10  # module and parameter loads said one by one in the Log (a load per request is diagnosed)
 CONTEXT_LINES = 3  # contexts said one by one in the Log; the rest are counted (program.contexts) and diagnosed
@@ -331,7 +332,8 @@ class WatchedProcess:
         with self._lock:
             self.outcome.ended = "raised"
             self.outcome.line = line
-        self.state.log.add("error", f"program raised: {line}")
+        one, frames = exception_line(line)  # the cause in one line; the VM's frames after it (program.log: all)
+        self.state.log.add("error", f"program raised: {one}" + (f" (VM stack: {' '.join(frames)})" if frames else ""))
         self._publish_view()
 
     # -- memory, from the engine's side ----------------------------------------------------
@@ -531,7 +533,7 @@ class WatchedProcess:
 
     def pause_refusal(self) -> str:
         """Why space cannot pause a watched program (the control channel's toggle asks before it pauses)."""
-        return "a watched program makes its own calls: gputop cannot pause them (q ends the program)"
+        return PAUSE_REFUSAL
 
     def pause(self) -> None:
         """Nothing to do: the program makes its own calls (`pause_refusal` says so first)."""
@@ -562,7 +564,7 @@ class WatchedProcess:
         return PM_NOT_WATCHED if on else None
 
     def request_counters(self) -> str | None:
-        return f"Nsight Compute must start the program itself; run ncu --target-processes all {' '.join(self.command)}"
+        return counters_refusal(self.command)
 
     def keep_samples(self, seconds: float) -> None:
         self.parts.writer.watch(seconds)

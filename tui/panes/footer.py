@@ -6,11 +6,13 @@ lay beyond (`l`, `s`, `f`) was nowhere to be seen. This footer keeps the row
 whole: where the keys do not fit it first drops the spaces between them
 (Textual's compact style), then the keys least needed at a glance, in the
 order the app gives. `?` is never dropped, and its window lists every key.
+A key that cannot act on this run (`refused`: a watched program's space, r,
+d, c) is left out altogether; it still answers why when pressed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from rich.cells import cell_len
 from textual import events
@@ -28,9 +30,17 @@ PAD_COMPACT = 2
 class KeysFooter(Footer):
     """A footer that shows the keys that fit, dropping those last in `keep` first."""
 
-    def __init__(self, keep: Sequence[str], *, show_command_palette: bool = True, compact: bool = False) -> None:
+    def __init__(
+        self,
+        keep: Sequence[str],
+        *,
+        show_command_palette: bool = True,
+        compact: bool = False,
+        refused: Callable[[str], bool] = lambda action: False,
+    ) -> None:
         super().__init__(show_command_palette=show_command_palette, compact=compact)
         self._keep = tuple(keep)  # keys, most needed first: `?` (question_mark) should lead
+        self._refused = refused  # by the key's action: it cannot act on this run, so it is not offered
 
     def compose(self) -> ComposeResult:
         yield from super().compose()
@@ -45,6 +55,10 @@ class KeysFooter(Footer):
         width = self.size.width
         if not keys or not width:
             return
+        for key in keys:
+            if self._refused(key.action):
+                key.display = False
+        keys = [key for key in keys if not self._refused(key.action)]
         compact = _width(keys, PAD_NORMAL) > width
         shown = self._fitting(keys, width, PAD_COMPACT if compact else PAD_NORMAL)
         self.compact = compact

@@ -2,7 +2,10 @@
 
 One glance answers "is it my model, on the GPU I meant, and is it running?":
 target and function, device name and backend, driver, a bar of device
-memory in use, and the run state in a colour that says good or bad.
+memory in use, and the run state in a colour that says good or bad. A
+watched program's diagnoses and its crash take a row of their own (`warning_row`):
+at 80 columns they shared the memory row and showed `! parameters: 5.0 MiB went
+throu…`, and a crash's exception of several lines pushed the memory row out.
 """
 
 from __future__ import annotations
@@ -25,9 +28,18 @@ from gputop.tui.bridge import (
 )
 from gputop.tui.panes.box import show_text
 from gputop.tui.text import parameters_progress
-from gputop.tui.text.program import ended_text, program_title
+from gputop.tui.text.program import ended_text, exception_text, program_title
 
-__all__ = ["CHECK_FAILED_STYLE", "SEPARATOR", "STATE_STYLES", "HeaderBar", "memory_bar", "parameters_bar", "state_cell"]
+__all__ = [
+    "CHECK_FAILED_STYLE",
+    "SEPARATOR",
+    "STATE_STYLES",
+    "HeaderBar",
+    "memory_bar",
+    "parameters_bar",
+    "state_cell",
+    "warning_row",
+]
 
 STATE_STYLES = {
     "idle": "dim",
@@ -107,10 +119,29 @@ def state_cell(snapshot: RunSnapshot, state: str) -> tuple[str, str]:
     return f" {shown} ", CHECK_FAILED_STYLE
 
 
+def warning_row(snapshot: RunSnapshot, width: int) -> Text | None:
+    """A watched program's row for what went wrong: its crash (the exception's line, the cause in it), else the
+    newest diagnosis that fits `width` whole, else the newest, cut; None while there is none (the Log has each
+    whole)."""
+    program = snapshot.program
+    if program is None:
+        return None
+    row = Text(no_wrap=True, overflow="ellipsis")
+    if program.ended == "raised":
+        row.append(f"✗ raised: {exception_text(program.ended_line)}", style="bold red")
+        return row
+    if not program.hints:
+        return None
+    lines = [f"! {hint}" for hint in reversed(program.hints)]
+    row.append(next((line for line in lines if len(line) <= width), lines[0]), style="bold yellow")
+    return row
+
+
 class HeaderBar(Static):
     DEFAULT_CSS = """
     HeaderBar { height: 2; padding: 0 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
-    HeaderBar.attached { height: 3; }
+    HeaderBar.attached, HeaderBar.warned { height: 3; }
+    HeaderBar.attached.warned { height: 4; }
     """
 
     origin: str | None = None
@@ -143,8 +174,9 @@ class HeaderBar(Static):
             data = to_json(program)
             line.append("watching ", style="dim")
             line.append(program_title(data, width=60), style="bold cyan")
-            if program.ended is not None:
-                line.append(f" {ended_text(data)}", style="bold" if program.exit_code == 0 else "bold red")
+            if program.ended is not None:  # a crash's exception has the warning row: here how it ended
+                ended = f"raised (exit {program.exit_code})" if program.ended == "raised" else ended_text(data)
+                line.append(f" {ended}", style="bold" if program.exit_code == 0 else "bold red")
         else:
             line.append(snapshot.target, style="bold cyan")
         line.append(*SEPARATOR)
@@ -160,6 +192,10 @@ class HeaderBar(Static):
             if not width or second.cell_len <= width:
                 break
         lines = [line, second]
+        warning = warning_row(snapshot, width)
+        self.set_class(warning is not None, "warned")
+        if warning is not None:
+            lines.append(warning)
         if self.origin:
             lines.append(Text.assemble(("attached ", "bold magenta"), self.origin, no_wrap=True, overflow="ellipsis"))
         show_text(self, Text("\n").join(lines))
@@ -167,7 +203,7 @@ class HeaderBar(Static):
     def _second_line(self, snapshot: RunSnapshot, narrower: int = 0) -> Text:
         """Memory, backend, driver and what is wrong, at `narrower` (0: all of it): 1 the notes' short forms,
         2 without the backend (the first line's device id names it), 3 without the driver, 4 a shorter bar."""
-        device, program = snapshot.device, snapshot.program
+        device = snapshot.device
         second = Text(no_wrap=True, overflow="ellipsis")
         used = total = None
         if snapshot.memory is not None and snapshot.memory.devices:
@@ -189,7 +225,4 @@ class HeaderBar(Static):
         if snapshot.error:
             second.append(*SEPARATOR)
             second.append(snapshot.error, style="red")
-        if program is not None and program.hints:  # the newest diagnosis matters more than the driver's name
-            second.append(*SEPARATOR)
-            second.append(f"! {program.hints[-1]}", style="bold yellow")
         return second

@@ -57,6 +57,7 @@ from gputop.tui.call_strip import call_strip, call_strip_rows
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
 from gputop.tui.text.layers import FROM_WIDTH, from_cell, origin_of, source_ops_text
+from gputop.tui.text.program import no_profile_text
 
 __all__ = ["KernelsPane", "vs_base", "without_function"]
 
@@ -175,7 +176,7 @@ class KernelsPane(BoxPane):
             note.display = False
             warning.display = False
             hint.display = True
-            idle = "no profile yet: press p to profile the running module"
+            idle = no_profile_text(snapshot)
             show_text(hint, "profiling..." if snapshot.profiling else COUNTING if snapshot.counting else idle)
             return
         hint.display = snapshot.profiling or snapshot.counting

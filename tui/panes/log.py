@@ -4,7 +4,10 @@ It takes the rows its lines need, three at most (ten on a screen of 50 rows
 or more), so the panes above keep the screen; `l` grows it to most of the screen and back.
 Collapsed, it shows the newest whole messages, newest last: never the tail of an older
 one cut mid-way, and never older lines left in view by the grown pane's scroll; a newest
-message taller than the pane ends, at a word, with `…` (`l` shows it whole).
+message taller than the pane ends, at a word, with `…` (`l` shows it whole). The newest error
+stays in view while newer lines come (a crashed program's traceback on stderr, then the run's
+ending, pushed its `program raised: ... expected 32 but have 33` out of the three rows at 80x24):
+it keeps the rows the newer lines leave, all but one at most, for PINNED_WITHIN lines.
 Lines wrap at words, and a path too long for a row breaks after a `/`, between its
 components, never inside a name (`wrap_rows`): at 80 columns a session folder's path was cut
 mid-name and read as two paths.
@@ -32,6 +35,7 @@ __all__ = ["KEPT", "LEVEL_STYLES", "LogPane", "clip_rows", "wrap_rows"]
 KEPT = 2000  # lines the pane keeps
 COLLAPSED_ROWS = 3  # text rows of the collapsed pane (max-height 5 less its border)
 COLLAPSED_ROWS_TALL = 10  # on a tall screen (app.py: Screen.tall #log, max-height 12)
+PINNED_WITHIN = 50  # lines after the newest error within which it keeps its rows in the collapsed pane
 LEVEL_STYLES = {"info": "", "warning": "yellow", "error": "bold red"}
 ELLIPSIS = "…"
 _WORD = re.compile(r"\s*\S+\s*")
@@ -102,6 +106,7 @@ class LogPane(RichLog):
         self.messages: list[str] = []  # what was logged, unwrapped, oldest first
         self._lines: deque[Text] = deque(maxlen=KEPT)  # the same, styled: wrapped again when the width changes
         self._rows: deque[int] = deque(maxlen=KEPT)  # the rows each of them takes at the width wrapped at
+        self._levels: deque[str] = deque(maxlen=KEPT)  # the level of each
         self._wrapped_at = 0
 
     def on_mount(self) -> None:
@@ -116,6 +121,7 @@ class LogPane(RichLog):
         line = Text(time.strftime("%H:%M:%S ", time.localtime(stamp or time.time())), style="dim")
         line.append(message, style=LEVEL_STYLES.get(level, ""))
         self._lines.append(line)
+        self._levels.append(level)
         if not self._wrapped_at:  # before the pane has a width, lines wait: on_resize writes them
             return
         rows = wrap_rows(line, self._wrapped_at)
@@ -146,20 +152,41 @@ class LogPane(RichLog):
                     self.write(row, width=width)
             return
         limit = self._collapsed_rows()
-        shown = 0
-        taken = 0
-        for rows in reversed(self._rows):
-            if taken and shown + rows > limit:
-                break
-            shown += rows
-            taken += 1
+        shown_lines = self._collapsed(limit)
+        shown = sum(rows for _, rows in shown_lines)
         rows_needed = min(limit, sum(self._rows))  # as many rows as the pane had, so it does not jump
         for _ in range(max(0, rows_needed - shown)):
             self.write(Text(""), width=width, scroll_end=False)
-        for line in list(self._lines)[len(self._lines) - taken :]:
-            for row in clip_rows(wrap_rows(line, width), limit, width):
+        for index, rows in shown_lines:
+            for row in clip_rows(wrap_rows(self._lines[index], width), rows, width):
                 self.write(row, width=width, scroll_end=False)
         self.scroll_home(animate=False, immediate=True)
+
+    def _collapsed(self, limit: int) -> list[tuple[int, int]]:
+        """The lines the collapsed pane shows, oldest first, each with the rows it may take: the newest whole
+        lines that fit (the newest alone, cut, when it is taller), and the newest error kept in view."""
+        chosen: list[tuple[int, int]] = []
+        shown = 0
+        for index in reversed(range(len(self._rows))):
+            rows = self._rows[index]
+            if chosen and shown + rows > limit:
+                break
+            chosen.append((index, min(rows, limit)))
+            shown += rows
+        errors = [i for i in range(max(0, len(self._levels) - PINNED_WITHIN), len(self._levels))]
+        pinned = next((i for i in reversed(errors) if self._levels[i] == "error"), None)
+        if pinned is None or limit < 2 or any(index == pinned for index, _ in chosen):
+            return chosen[::-1]
+        room = limit - min(self._rows[pinned], limit - 1)  # for the lines after it: one row at least
+        newer: list[tuple[int, int]] = []
+        used = 0
+        for index in reversed(range(pinned + 1, len(self._rows))):
+            rows = min(self._rows[index], room)
+            if newer and used + rows > room:
+                break
+            newer.append((index, rows))
+            used += rows
+        return [(pinned, min(self._rows[pinned], limit - used)), *newer[::-1]]
 
     def on_resize(self, event: events.Resize) -> None:
         """Lines are wrapped to the pane's width (not the console's), and wrapped again when it changes."""

@@ -27,6 +27,7 @@ from textual.widgets import Sparkline, Static
 from gputop.tui.bridge import RunSnapshot, human_bytes, module_bytes_text, to_json, weight_bytes
 from gputop.tui.panes.box import BoxPane, show_text
 from gputop.tui.panes.table import Column, KeyedTable
+from gputop.tui.text.program import held_where
 
 __all__ = ["MemoryPane"]
 
@@ -113,6 +114,9 @@ class MemoryPane(BoxPane):
         for row in modules:  # whether the pools above hold the weights row's bytes, and why not
             said = module_bytes_text(row)
             lines.append(f"{row['device_id']}: {said}" if len(modules) > 1 else said)
+        held = held_where(to_json(snapshot.program.held), to_json(sample.devices)) if snapshot.program else None
+        if held:  # a watched program's results: the Run pane counts them, the pools may not (local-task)
+            lines.append(held)
         lines.append(f"host RSS {human_bytes(sample.host_rss_bytes)} of {human_bytes(sample.host_total_bytes)}")
         several = len(sample.devices) > 1  # then the device says which row is which: it stays
         self.query_one("#memory-table", KeyedTable).sync(rows, labels, {"device": 0 if several else 3})

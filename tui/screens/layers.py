@@ -16,17 +16,16 @@ from textual.binding import Binding
 from gputop.tui.bridge import RunSnapshot, ms_fixed, to_json
 from gputop.tui.screens.window import DrawnWindow
 from gputop.tui.text.layers import layer_table
+from gputop.tui.text.program import no_profile_text
 
 __all__ = ["LayersScreen", "layers_text"]
-
-NO_PROFILE = "no profile yet: press p to profile the running module, then L"
 
 
 def layers_text(snapshot: RunSnapshot | None, width: int) -> str:
     """The layer table of the snapshot's newest profile, fitted to `width`, or what is missing."""
     profile = snapshot.profile if snapshot is not None else None
     if profile is None or not profile.kernels:
-        return NO_PROFILE
+        return no_profile_text(snapshot, ", then L")
     if profile.source_ops_reason:
         return f"the kernels' layers are not known: {profile.source_ops_reason}"
     layers = to_json(profile.layers)

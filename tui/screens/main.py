@@ -54,6 +54,7 @@ from gputop.tui.screens.layers import LayersScreen
 from gputop.tui.screens.roofline import RooflineScreen
 from gputop.tui.screens.stacks import StacksScreen
 from gputop.tui.screens.timeline import TimelineScreen
+from gputop.tui.text.program import watched_refusal
 
 if TYPE_CHECKING:  # the app composes this screen: the screen only names its type
     from gputop.tui.app import GputopApp
@@ -68,6 +69,11 @@ SHARE_ROUNDS = 4  # layout rounds that sharing the panes' spare rows may take in
 MIN_SIZE = (60, 15)  # below this the panes cannot show a row of numbers: say so instead
 # The footer's keys, most needed first: where they do not all fit (80 columns), the last go first. `?` lists all.
 FOOTER_KEEP = ("question_mark", "q", "p", "t", "f", "L", "space", "l", "c", "n", "d", "r", "e", "s")
+# The actions a run may refuse before they are pressed (MainScreen.refusal): the footer offers them where they act.
+OFFERED = (
+    *("toggle_pause", "profile", "counters", "pm_sampling", "capture", "reload", "choose_device"),
+    *("timeline", "roofline", "layers"),
+)
 # Not on a recorded run:
 LIVE_ACTIONS = ("toggle_pause", "profile", "counters", "capture", "reload", "choose_device", "export")
 # The run is getting ready (no snapshot yet, or importing, compiling, loading): a profile, counters pass or
@@ -130,6 +136,7 @@ class MainScreen(Screen[None]):
         self._waiting: dict[str, str] = {}  # requests made before the calls started, taken once they do (kind: level)
         self._capture_refusal: str | None = None  # why `c` was refused on this run: `o` and `enter` say the same
         self._baseline_pick = -1  # which of the past sessions `b` shows now (-1: the one given, or none)
+        self._not_offered: tuple[str, ...] = ()  # the actions not offered as the footer was fitted last
         self._share_rounds = 0
 
     @property
@@ -146,7 +153,8 @@ class MainScreen(Screen[None]):
                         yield pane(id=pane.PANE_ID)
         yield LogPane(id="log")
         yield Static(id="too-small")
-        yield KeysFooter(FOOTER_KEEP, show_command_palette=False)  # ctrl+p still opens it; the keys need the room
+        # ctrl+p still opens the palette; the keys need the room. Keys that cannot act on this run are not offered.
+        yield KeysFooter(FOOTER_KEEP, show_command_palette=False, refused=lambda action: bool(self.refusal(action)))
 
     def on_mount(self) -> None:
         # Keep the panes themselves: while a window is up, queries would search that window.
@@ -254,6 +262,10 @@ class MainScreen(Screen[None]):
         for pane in self._panes.values():
             pane.show(snapshot)
         self.log_pane.show(snapshot)
+        refused = tuple(action for action in OFFERED if self.refusal(action))
+        if refused != self._not_offered:  # the program made its device, ended, or a profile came: offer what acts
+            self._not_offered = refused
+            self.query_one(KeysFooter).fit()
         self._share_after_refresh()  # a table that gained rows, a line that came or went
 
     def show_header(self, snapshot: RunSnapshot) -> None:
@@ -265,6 +277,20 @@ class MainScreen(Screen[None]):
         self._capture_refusal = None
 
     # -- the run's keys ----------------------------------------------------------
+    def refusal(self, action: str) -> str | None:
+        """Why `action` cannot act on this run, known before it is pressed (a watched program's snapshot: its
+        devices, its ending, its profile), or None. The footer leaves such a key out and `?` says why; the key
+        still answers, in the engine's words or its window's."""
+        app = self.run_app
+        snapshot = app.snapshot
+        if snapshot is not None and snapshot.program is not None and action in ("reload", "choose_device"):
+            return app.source.refusal("reload" if action == "reload" else "device")
+        return watched_refusal(snapshot, action)
+
+    def refused_actions(self) -> dict[str, str]:
+        """Why each key the footer would offer cannot act on this run, by action (`?` lists them)."""
+        return {action: why for action in OFFERED if (why := self.refusal(action))}
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A recorded run (gputop open) offers no key that would act on a live run: shown nowhere, inert."""
         return self.run_app.source.live or action not in LIVE_ACTIONS

@@ -39,6 +39,7 @@ from gputop.tui.bridge import (
 from gputop.tui.panes.kernels import dispatch_number, without_function
 from gputop.tui.screens.window import DrawnWindow
 from gputop.tui.text.layers import FROM_WIDTH, from_cell, origin_of
+from gputop.tui.text.program import no_profile_text
 
 __all__ = ["BrailleCanvas", "LogAxis", "RooflineScreen", "render_roofline"]
 
@@ -133,10 +134,12 @@ def render_roofline(
     height: int,
     function: str = "",
     counters: CountersPass | None = None,
+    missing: str = "no profile yet: press p to profile the running module, then f",
 ) -> Text:
-    """The roofline chart, its axes and its legend, `width` columns wide and about `height` rows high."""
+    """The roofline chart, its axes and its legend, `width` columns wide and about `height` rows high; without a
+    profile, `missing` says why."""
     if profile is None:
-        return Text("no profile yet: press p to profile the running module, then f", style="dim")
+        return Text(missing, style="dim")
     peaks = profile.peaks
     placed = [k for k in profile.kernels if k.intensity and k.achieved_tflops]
     if peaks is None or not peaks.bandwidth_gbps:
@@ -332,4 +335,5 @@ class RooflineScreen(DrawnWindow):
         profile = snapshot.profile if snapshot is not None else None
         function = snapshot.function or "" if snapshot else ""
         counters = snapshot.counters_pass if snapshot is not None else None
-        return render_roofline(profile, width, height, function, counters)
+        missing = no_profile_text(snapshot, ", then f")
+        return render_roofline(profile, width, height, function, counters, missing)

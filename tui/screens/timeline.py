@@ -39,6 +39,7 @@ from gputop.tui.bridge import (
 )
 from gputop.tui.call_strip import KINDS, LABEL_WIDTH, strip_rows
 from gputop.tui.screens.window import Window
+from gputop.tui.text.program import no_profile_text, watched_refusal
 
 __all__ = [
     "KINDS",
@@ -125,7 +126,7 @@ def render_timeline(
     if snapshot.profiling and (profile is None or profile.call_breakdown is None):
         return Text("profiling... the timeline appears when the pass ends")
     if profile is None:
-        return Text("no profile yet: press p to profile the running module (the Timeline shows the median call)")
+        return Text(no_profile_text(snapshot, " (the Timeline shows the median call)"))
     breakdown = profile.call_breakdown
     if breakdown is None:
         return Text(f"this profile ({profile.source}) has no call breakdown: its records do not show the call")
@@ -253,7 +254,8 @@ class TimelineScreen(Window[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static("[b]Timeline[/b]: where the call time goes  (t or escape closes, p profiles again)")
+            again = "" if watched_refusal(self._newest, "profile") else ", p profiles again"  # a watched program's
+            yield Static(f"[b]Timeline[/b]: where the call time goes  (t or escape closes{again})")
             yield TimelineView(id="timeline-view")
 
     def on_mount(self) -> None:

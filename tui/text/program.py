@@ -12,23 +12,37 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gputop.tui.bridge import human_bytes, ms
+from gputop.tui.bridge import RunSnapshot, exception_line, human_bytes, ms, program_refusal, to_json
 
 __all__ = [
     "FUNCTION_HEADER",
     "dropped_line",
     "ended_text",
+    "exception_text",
     "function_name",
     "function_rows",
     "held_line",
+    "held_where",
+    "no_profile_text",
     "parts_line",
     "program_calls_text",
     "program_table",
     "program_title",
     "stacks_lines",
+    "watched_refusal",
 ]
 
 FUNCTION_HEADER = ("function", "calls", "/s", "p50", "p95", "max")
+# The MainScreen actions a watched program may refuse, as the engine names the request; the windows that draw a
+# profile can act only where there is one, or where `p` can make one.
+WATCHED_OPS = {
+    "toggle_pause": "pause",
+    "profile": "profile",
+    "counters": "counters",
+    "pm_sampling": "pm",
+    "capture": "capture",
+}
+PROFILE_WINDOWS = ("timeline", "roofline", "layers")
 PANE_NAME = 16  # the Run pane is narrow: a function's name is cut to this, the report keeps it whole
 
 
@@ -45,9 +59,41 @@ def program_title(program: Mapping[str, Any], width: int = 100) -> str:
     return text
 
 
+def watched_refusal(snapshot: RunSnapshot | None, action: str) -> str | None:
+    """Why the MainScreen `action` cannot act on this watched program now (the engine's own sentence), or None:
+    also None for a run gputop makes itself, whose refusals the engine gives when asked."""
+    program = snapshot.program if snapshot is not None else None
+    if snapshot is None or program is None:
+        return None
+    ended = ended_text(to_json(program)) if program.ended is not None else None
+    backends = {device_id.split(":")[0] for device_id in snapshot.device_ids}
+    if action in PROFILE_WINDOWS:
+        if snapshot.profile is not None or snapshot.profiling:
+            return None
+        why = program_refusal("profile", backends, program.command, ended)
+        return f"no profile of this program: {why}" if why else None
+    op = WATCHED_OPS.get(action)
+    return program_refusal(op, backends, program.command, ended) if op else None
+
+
+def no_profile_text(snapshot: RunSnapshot | None, then: str = "") -> str:
+    """What a pane or window that draws a profile says before there is one: how to make one (`then`: the key
+    that opens it after), or, for a watched program `p` cannot profile (ended, not CUDA), why not."""
+    why = watched_refusal(snapshot, "timeline")
+    if why:
+        return why
+    return f"no profile yet: press p to profile the running module{then}"
+
+
 def function_name(row: Mapping[str, Any]) -> str:
     """`module.function` of a function row (`functions[]` of a report or a ProgramView's JSON), else the name."""
     return f"{row.get('module')}.{row.get('name')}" if row.get("module") else str(row.get("name"))
+
+
+def exception_text(line: str | None) -> str:
+    """A watched program's exception in one line, the cause in it (`ValueError: ... expected 32 but have 33; ...`):
+    IREE's VM frames and C source locations left out (the Log and program.log keep them)."""
+    return exception_line(str(line or ""))[0]
 
 
 def ended_text(program: Mapping[str, Any]) -> str:
@@ -60,7 +106,7 @@ def ended_text(program: Mapping[str, Any]) -> str:
     if ended == "signal":
         return f"killed by {line} (exit {code})"
     if ended == "raised":
-        return f"raised: {line} (exit {code})"
+        return f"raised: {exception_text(line)} (exit {code})"
     return f"exited {code}"
 
 
@@ -87,6 +133,40 @@ def function_rows(
             ]
         )
     return rows
+
+
+def held_where(held: Mapping[str, Any] | None, devices: Sequence[Mapping[str, Any]]) -> str | None:
+    """Where the program's held results are, for the Memory pane beside its pools (`devices`: the memory sample's
+    `DeviceMemory` rows as JSON), or None while it holds none.
+
+    On local-task the results a program keeps are in its host memory (its RSS grows by their bytes: 2,000 held
+    64 KiB results, 125 MiB, grew it 129 MiB) while the allocator counts every one of them freed (allocated =
+    freed, live 0 B): `held results 745 · 46.6 MiB: in host memory (host RSS below); not in the allocator's live
+    0 B (local-task counts them freed)`. Elsewhere they are on the device, the allocator's live bytes beside
+    them and whether those leave them out (live below held); how that allocator counts them is not said, not
+    having been seen (IREE's statistics miss a compiled program's queue-ordered allocations). The pools come
+    from the memory sample, which may lag the held count by one of the watcher's reports (0.5 s).
+    """
+    if not held or not held.get("count"):
+        return None
+    size = int(held.get("bytes") or 0)
+    pools = [pool for row in devices for pool in row.get("pools") or ()]
+    live = sum(int(pool.get("live_bytes") or 0) for pool in pools)
+    allocated = sum(int(pool.get("allocated_bytes") or 0) for pool in pools)
+    text = f"held results {int(held['count']):,} · {human_bytes(size)}"
+    host = bool(devices) and all(row.get("source") == "host" for row in devices)
+    ids = [str(row.get("device_id")) for row in devices]
+    if host:
+        text += ": in host memory (host RSS below)"
+    elif ids:
+        text += f": on {', '.join(ids)}"
+    drivers = ", ".join(dict.fromkeys(i.split(":")[0] for i in ids))
+    if live >= size:
+        return text + f"; the allocator's live bytes {human_bytes(live)}"
+    text += f"; not in the allocator's live {human_bytes(live)}"
+    if host:  # seen on local-task: allocated = freed while they are held (the CPU's device memory is the host's)
+        text += f" ({drivers} counts them freed)" if allocated else f" ({drivers} did not count them)"
+    return text
 
 
 def held_line(held: Mapping[str, Any] | None, growth: Mapping[str, Any] | None) -> str | None:
