@@ -188,7 +188,7 @@ def wait_for_runs(ports: dict[str, int]) -> dict[str, str]:
         return page if wanted in page else None
 
     for name, port in ports.items():
-        poll(lambda name=name, port=port: ready(name, port), timeout=300, every=0.5)  # type: ignore[misc]
+        poll(lambda name=name, port=port: ready(name, port), timeout=300, every=0.5)
     return {name: check_page(f"http://127.0.0.1:{port}/metrics") for name, port in ports.items()}
 
 
@@ -249,7 +249,7 @@ def check_parts(
 ) -> None:
     """The parts' medians: a watched call's arguments, invoke, results (its report's `parts`); a gputop run's call."""
     parts = by_run(answers[("The watched call's parts (median)", "A")], "function", "part")
-    truth = {}
+    truth: dict[tuple[str, ...], float] = {}
     for name, report in reports.items():
         if report.get("functions"):
             for function, row in functions[name].items():
