@@ -315,8 +315,10 @@ def check_memory_and_findings(
     count = by_run(answers[("Findings standing", "A")])
     subjects = {key[1] for key in by_run(answers[("Findings standing", "B")], "subject") if key[0] == "held"}
     program_hints = [line for line in reports["held"]["hints"] if not line.startswith("info:")]
-    assert count == {("mlp",): 0.0, ("convnet",): 0.0, ("held",): float(len(program_hints))}
-    assert "memory grows" in subjects and any(line.startswith("memory grows") for line in program_hints)
+    # A finding stands once found: the report, a few seconds later, has those the panel showed and maybe more.
+    assert count[("mlp",)] == count[("convnet",)] == 0.0 and 1 <= count[("held",)] <= len(program_hints)
+    assert len(subjects) == count[("held",)] and "memory grows" in subjects
+    assert any(line.startswith("memory grows") for line in program_hints)
     states = by_run(answers[("Run state", "A")], "state")
     assert states == {(name, "running"): 1.0 for name in reports}
 
