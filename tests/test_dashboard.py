@@ -363,11 +363,16 @@ def cuda_target() -> list[str]:
 
     if nvml_unavailable_reason() is not None or not iree_devices("cuda")[0].available:
         pytest.skip("needs an NVIDIA GPU with NVML and CUDA")
-    carried = os.environ.get("GPUTOP_TEST_PM_VMFB")  # the GPU machines have no compiler (bench/gpu/pm_strip.sh)
+    # The GPU machines have no compiler: a carried CUDA module, demo:mlp's (GPUTOP_TEST_CUDA_VMFB: iree-compile
+    # core/demos/mlp.mlir --iree-hal-target-device=cuda --iree-cuda-target=sm_80) or the PM strip's.
+    mlp = os.environ.get("GPUTOP_TEST_CUDA_VMFB")
+    if mlp:
+        return [mlp, "--device", "cuda"]
+    carried = os.environ.get("GPUTOP_TEST_PM_VMFB")  # bench/gpu/pm_strip.sh's
     if carried:
         return [carried, "--device", "cuda", "--function", "mm_f16"]
     if importlib.util.find_spec("iree.compiler") is None:
-        pytest.skip("needs iree-base-compiler to compile demo:mlp for CUDA, or GPUTOP_TEST_PM_VMFB")
+        pytest.skip("needs iree-base-compiler to compile demo:mlp for CUDA, or GPUTOP_TEST_CUDA_VMFB")
     return ["demo:mlp", "--device", "cuda"]
 
 
