@@ -89,13 +89,13 @@ def test_gpu_labels_are_those_that_exist() -> None:
     uuid = "6d65736132322e332e36000000000000"  # lavapipe's, as IREE lists it; vulkaninfo writes it dashed
     lavapipe = DeviceInfo("vulkan:1", "vulkan", "llvmpipe [software]", None, (), True, kind="software-gpu", uuid=uuid)
     dashed = "6d657361-3232-2e33-2e36-000000000000"
-    assert gpus.of(lavapipe) == {"UUID": dashed, "gpu": "1", "modelName": "llvmpipe [software]"}
+    assert gpus.of(lavapipe) == {"UUID": dashed, "gpu": "1", "model_name": "llvmpipe [software]"}
     cpu = DeviceInfo("local-task", "local-task", "AMD EPYC", None, (), True, kind="cpu")
     assert gpus.of(cpu) == {} and gpus.of(None) == {}
     blank = RunSnapshot("running", "demo:mlp", "mlp", lavapipe, *_blank_fields())
     families = scrape(SnapshotCollector(lambda: blank, {}))
     (info,) = families["gputop_info"]
-    assert {"UUID": dashed, "gpu": "1", "modelName": "llvmpipe [software]"}.items() <= info.labels.items()
+    assert {"UUID": dashed, "gpu": "1", "model_name": "llvmpipe [software]"}.items() <= info.labels.items()
     assert families["gputop_hints_active"][0].value == 0
 
 

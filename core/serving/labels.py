@@ -1,14 +1,13 @@
 """The labels every series of a run carries, and dcgm-exporter's GPU labels, so PromQL joins gputop to the rest.
 
-A site that scrapes NVIDIA's dcgm-exporter on every node looks at a GPU by its
-labels `UUID`, `gpu`, `Hostname`, `modelName` and `pci_bus_id`; gputop's series
-carry the same names with the same values (NVML's, as dcgm-exporter reads
-them), so `on(UUID)` joins a run's calls to the GPU's own clocks, power or Xid
-errors. Every series of a run also says which run it is: `run` (the session
-folder's name), `target`, `device`, `Hostname` and, for a watched program,
-`program` (its script's name). Per-GPU labels are only those that exist: a CPU
-device has none, a GPU NVML does not see (Vulkan on lavapipe, an AMD GPU) has
-its index, name and the UUID its driver reports.
+A site that scrapes NVIDIA's dcgm-exporter on every node looks at a GPU by its labels `UUID`, `gpu`, `Hostname`,
+`modelName` and `pci_bus_id`; gputop's series carry the same values (NVML's, as dcgm-exporter reads them) under the
+same names but one: `promtool check metrics` refuses a camelCase label name (exit 3), so the page says `model_name`
+and `deploy/prometheus.yml` renames it `modelName` as it scrapes (`metric_relabel_configs`). So `on(UUID)` joins a
+run's calls to the GPU's own clocks, power or Xid errors. Every series of a run also says which run it is: `run`
+(the session folder's name), `target`, `device`, `Hostname` and, for a watched program, `program` (its script's
+name). Per-GPU labels are only those that exist: a CPU device has none, a GPU NVML does not see (Vulkan on
+lavapipe, an AMD GPU) has its index, name and the UUID its driver reports.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from gputop.core.watch import nvml
 __all__ = ["GPU_LABELS", "GpuLabels", "Labels", "run_labels", "script_name"]
 
 Labels = dict[str, str]  # label name to value, in the order the family lists them
-GPU_LABELS = ("UUID", "gpu", "modelName", "pci_bus_id")  # dcgm-exporter's, beside its `Hostname`
+GPU_LABELS = ("UUID", "gpu", "model_name", "pci_bus_id")  # dcgm-exporter's (modelName after the scrape config)
 
 _PYTHON = re.compile(r"python[0-9.]*$")
 _WITH_VALUE = {"-X", "-W", "-Q"}  # the interpreter's options that take the next word as their value
@@ -73,7 +72,7 @@ class GpuLabels:
         self.hostname = socket.gethostname()
 
     def of(self, device: DeviceInfo | None) -> Labels:
-        """`UUID`, `gpu`, `modelName`, `pci_bus_id` of `device`, those that exist; {} for a CPU device or none."""
+        """`UUID`, `gpu`, `model_name`, `pci_bus_id` of `device`, those that exist; {} for a CPU device or none."""
         if device is None or device.kind not in ("gpu", "software-gpu"):
             return {}
         key = (device.id, device.uuid, device.name)
@@ -92,7 +91,7 @@ def _dashed(uuid: str) -> str:
 def _gpu_labels(device: DeviceInfo) -> Labels:
     match = nvml.match_gpu(device.uuid, device.name) if device.kind == "gpu" else None
     if match is not None:  # as dcgm-exporter writes them: NVML's UUID (GPU-...), index, name and PCI bus id
-        labels = {"UUID": match.uuid, "gpu": str(match.index), "modelName": match.name}
+        labels = {"UUID": match.uuid, "gpu": str(match.index), "model_name": match.name}
         if match.pci_bus_id:
             labels["pci_bus_id"] = match.pci_bus_id
         return labels
@@ -102,5 +101,5 @@ def _gpu_labels(device: DeviceInfo) -> Labels:
     index = device.id.rpartition(":")[2]
     if index.isdigit():
         labels["gpu"] = index
-    labels["modelName"] = device.name
+    labels["model_name"] = device.name
     return labels
