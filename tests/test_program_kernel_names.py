@@ -189,11 +189,12 @@ def test_a_cuda_programs_kernels_are_named_through_the_real_command(short_dir: P
     proc = subprocess.run(
         [sys.executable, "-m", "gputop.tui", "run", "--profile", "--json", str(out), "--",
          str(python), str(PROGRAMS / "load_and_call.py"), str(folder / "model.vmfb"), str(folder / "model.irpa"),
-         "400", "--device", "cuda"],
+         "20000", "--device", "cuda"],
         capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
+    assert report["kernels"], proc.stdout[-3000:]
     kernels = kernels_of(report)
     assert all(k["source_ops"] or k["source_ops_reason"] for k in kernels), kernels
     named = [k for k in kernels if k["source_ops"]]
