@@ -406,3 +406,19 @@ def test_a_pair_too_noisy_to_judge_cannot_tell_and_the_gate_fails_closed(tmp_pat
     # The exit code is documented where a user looks for it.
     helptext = " ".join(run_gputop("compare", "--help").stdout.split())
     assert "exit 8 when the runs cannot tell" in helptext and "exit 8 (cannot tell)" in helptext
+
+
+def test_runs_too_noisy_for_the_threshold_fail_the_gate_closed_without_a_slowdown(tmp_path: Path) -> None:
+    """A report against itself: no change at all, but its calls wander by far more than 5%, so a 5% regression
+    could not have shown either. The gate may not vouch for it: `cannot tell`, exit 8 (issue 57 item 15); the
+    same pair without a gate exits 0, and with a threshold above the floor it passes."""
+    a = str(WANDER / "mlp_local_task.json")
+    proc = run_gputop("compare", a, a, "--fail-above", "5%", "--json", str(tmp_path / "c.json"))
+    assert proc.returncode == EXIT_UNDECIDED, proc.stderr
+    assert "cannot tell: " in proc.stderr and "a regression under" in proc.stderr and "would not show" in proc.stderr
+    assert "gate passed" not in proc.stderr
+    floor = next(c for c in json.loads((tmp_path / "c.json").read_text())["calls"] if c["stat"] == "p50")["floor"]
+    assert floor > 0.05, floor
+    assert run_gputop("compare", a, a).returncode == 0
+    above = run_gputop("compare", a, a, "--fail-above", f"{floor * 100 + 1:.0f}%")
+    assert above.returncode == 0 and "gate passed" in above.stderr, above.stderr

@@ -30,7 +30,8 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="exit 7 when the metric is significantly slower than the baseline by more than PCT (e.g. 5%%); exit 8 "
         "when the runs cannot tell (slower beyond chance, or their kernels slower beyond their floor, by more than "
-        "PCT, but within how far a run's own calls wandered): the gate fails closed",
+        "PCT, but within how far a run's own calls wandered; or calls that wander by more than PCT): the gate "
+        "fails closed",
     )
     parser.add_argument(
         "--metric",
@@ -154,5 +155,5 @@ SPEC = Subcommand(
     "matched by name, the call breakdown, phases and memory peaks, and a verdict. With --fail-above PCT, exit 7 "
     "when the metric is significantly slower by more than PCT, and exit 8 (cannot tell) when the runs are too noisy "
     "to judge it: slower beyond chance by more than PCT but within a run's own wander, or kernels slower beyond "
-    "their floor while the calls wandered too far to show it.",
+    "their floor while the calls wandered too far to show it, or calls that wander by more than PCT.",
 )
