@@ -1,0 +1,65 @@
+"""The PromQL the fleet view asks: one instant query per figure, each over every run Prometheus holds.
+
+Each query returns one series per run (and per function where a run has several), keyed by the labels
+every run's series carry (`Hostname`, `run`; `gputop serve` adds them, issue 58), so one refresh is a
+fixed number of queries, whatever the fleet's size, and the rows are joined here in Python rather
+than by PromQL's matching (which would need every query to agree on every label). The call-time
+quantiles come from the rate of the histogram's buckets over the window, and, where that is empty
+(a run too young for two scrapes in the window, or one whose calls have stopped: every rate 0 gives
+NaN), from the buckets counted since the run started; `over` says which.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gputop.core.errors import UsageError
+
+__all__ = ["FLEET_WINDOW", "RUN_LABELS", "FleetQueries", "check_window"]
+
+FLEET_WINDOW = "1m"  # the rates' window: at least two scrapes of Prometheus's (15 s is usual; 1 m is its default)
+RUN_LABELS = ("Hostname", "run")  # what names a run across the fleet: the host it says it is on and its session id
+FUNCTION_BY = "Hostname, run, function"
+_DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
+
+
+def check_window(text: str) -> str:
+    """`--window` as a PromQL duration (`30s`, `1m`, `1h30m`); a UsageError for anything else."""
+    if not _DURATION.match(text):
+        raise UsageError(f"--window {text}: not a Prometheus duration (e.g. 30s, 1m, 5m)")
+    return text
+
+
+def _quantile(q: float, window: str) -> str:
+    """The call time's `q` quantile per run and function: over `window`, else over the whole run."""
+    buckets = "gputop_call_duration_seconds_bucket"
+    over_window = f"histogram_quantile({q}, sum by ({FUNCTION_BY}, le) (rate({buckets}[{window}])))"
+    whole_run = f"histogram_quantile({q}, sum by ({FUNCTION_BY}, le) ({buckets}))"
+    # `>= 0` drops NaN (no calls in the window); `or on (...)` takes the whole run's figure only where that left none.
+    return (
+        f'label_replace(({over_window}) >= 0, "over", "window", "", "") '
+        f'or on ({FUNCTION_BY}) label_replace(({whole_run}) >= 0, "over", "run", "", "")'
+    )
+
+
+@dataclass(frozen=True)
+class FleetQueries:
+    """The fleet view's queries for one rates' window, by name (the names `rows.fleet_rows` reads)."""
+
+    window: str = FLEET_WINDOW
+
+    def expressions(self) -> dict[str, str]:
+        w = self.window
+        return {
+            "info": "gputop_info",
+            "state": "gputop_run_state == 1",
+            "p50": _quantile(0.5, w),
+            "p95": _quantile(0.95, w),
+            "calls": f"sum by ({FUNCTION_BY}) (rate(gputop_calls_total[{w}]))",
+            "clock": "gputop_gpu_sm_clock_hertz",
+            "memory_used": "gputop_device_memory_used_bytes",
+            "memory_total": "gputop_device_memory_total_bytes",
+            "growth": "gputop_memory_growth_bytes_per_call",
+            "hints": "gputop_hint_active > 0",
+        }
