@@ -93,7 +93,7 @@ if TYPE_CHECKING:
     from gputop.core.run.run_host import RunHost, tune_interpreter_for_calls
     from gputop.core.runners.iree_runner import PARAMETER_MODES
     from gputop.core.serving.access import LOOPBACK, TOKEN_ENV, bearer_matches, exposure_warning, load_token, url_host
-    from gputop.core.serving.metrics import DEFAULT_PORT, MetricsServer
+    from gputop.core.serving.metrics import DEFAULT_PORT, METRICS, MetricsServer
     from gputop.core.snapshot import BUSY_STATES, RunSnapshot
     from gputop.core.store.baseline import baseline_choices, load_baseline
     from gputop.core.store.completeness import RecordCheck
@@ -313,6 +313,7 @@ SERVE: Rooms = {
     ),
     "gputop.core.serving.metrics": (
         "DEFAULT_PORT",
+        "METRICS",
         "MetricsServer",
     ),
 }

@@ -149,7 +149,12 @@ def test_metrics_page(served: tuple[int, subprocess.Popen[str]]) -> None:
     first = poll(kernels_seen)
     calls = first["gputop_calls"][0].value
     second = poll(lambda: (found := samples_of(fetch(url)))["gputop_calls"][0].value > calls and found)
-    assert second["gputop_calls"][0].labels == {"device": "local-task"}
+    run = {"device": "local-task", "target": "demo:mlp", "Hostname": socket.gethostname()}
+    assert second["gputop_calls"][0].labels == {
+        **run,
+        "run": second["gputop_calls"][0].labels["run"],
+        "function": "mlp",
+    }
     buckets = [s for s in second["gputop_call_duration_seconds"] if s.name.endswith("_bucket")]
     assert buckets[-1].labels["le"] == "+Inf" and buckets[-1].value >= second["gputop_calls"][0].value
     kernels = {s.labels["kernel"] for s in second["gputop_kernel_avg_seconds"]}

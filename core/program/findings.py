@@ -20,6 +20,11 @@ class Findings:
         self.lines: list[str] = []
         self._subjects: list[str] = []
 
+    @property
+    def subjects(self) -> tuple[str, ...]:
+        """Each line's subject, in the lines' order: what /metrics labels a standing hint by."""
+        return tuple(self._subjects)
+
     def take(self, hint: Hint) -> bool:
         """Keep `hint`; True when its subject is new (the caller says it), False when it replaced an older line."""
         subject, line = hint

@@ -7,11 +7,10 @@ session folder, control channel and neighbour watch come from `RunParts`, as
 for a run gputop makes itself. So every face (the TUI, attach, web,
 Prometheus, `report`, `compare`, `open`) reads it unchanged.
 
-Nothing here runs in the program: events arrive on the connection's reading
-thread, memory (the process's RSS, NVML, the allocator statistics the watcher
-sent last) is sampled on the engine's own watcher thread, and a failure in
-either is one Log line, never the program's concern. A request the program
-cannot honour (pause: gputop does not own its calls) is refused in one line.
+Nothing here runs in the program: events arrive on the connection's reading thread, memory (the process's
+RSS, NVML, the allocator statistics the watcher sent last) is sampled on the engine's own watcher thread, and a
+failure in either is one Log line, never the program's concern. A request the program cannot honour (pause:
+gputop does not own its calls) is refused in one line.
 """
 
 from __future__ import annotations
@@ -376,6 +375,7 @@ class WatchedProcess:
                 held=self._held,
                 growth=self._growth.growth,
                 hints=tuple(self._findings.lines),
+                hint_subjects=tuple(self._findings.subjects),
                 others=self.others,
                 connected=self._agent is not None,
                 calls_made=self._calls_made,

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 __all__ = ["CALL_BUCKETS_MS", "CallMode", "CallStats", "StageTimings"]
 
 
-# Upper bounds of the call-time histogram, in milliseconds: 50 us to 10 s, then +Inf.
-CALL_BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 10000.0)
+# Upper bounds of the call-time histogram, in milliseconds: 10 us to 10 s in 1-2-5 steps, then +Inf (issue 58: a
+# CUDA call of 30 us and a model's 5 s call both land between two bounds). Sessions before issue 58 counted over
+# (0.05, 0.1, 0.25, 0.5, 1, 2.5, ..., 2500, 10000): their reports' `calls.buckets` have 17 entries, these 20.
+CALL_BUCKETS_MS = (*(step * 10.0**exp for exp in range(-2, 4) for step in (1, 2, 5)), 10000.0)
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,10 @@ class FunctionCalls:
     recent_calls_per_s: float | None = None  # over the last few seconds: what it does now
     parts: CallParts | None = None  # the calls taken apart (None before a call)
     between_p50_ms: float | None = None  # the program's own time from the call before's return to this call
+    # Every call since the start per bucket of CALL_BUCKETS_MS (the last is +Inf) and their summed time, as a
+    # gputop run's `calls` keeps them: the per-function histogram of /metrics.
+    buckets: tuple[int, ...] = ()
+    sum_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ class ProgramView:
     held: HeldResults | None = None
     growth: MemoryGrowth | None = None
     hints: tuple[str, ...] = ()  # the diagnoses, one line each with the fix
+    hint_subjects: tuple[str, ...] = ()  # each hint's subject, in the same order (`memory grows`, `first call`)
     others: int = 0  # other processes of the command that used IREE: sessions of their own
     connected: bool = False  # the watcher inside the process reports to this session now
     calls_made: int | None = None  # calls the watcher counted in the process (sent or dropped), where it said

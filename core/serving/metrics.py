@@ -1,7 +1,8 @@
 """The live run in Prometheus's format, for fleets that already scrape everything.
 
 Users with many GPU servers run Prometheus and Grafana; gputop joins them
-instead of inventing a collector. Nothing is updated per call: a custom
+instead of inventing a collector, with dcgm-exporter's GPU labels on its
+per-GPU series (`labels.py`) and the run's on every series (`families.py`). Nothing is updated per call: a custom
 collector turns the newest `RunSnapshot` into metric families when Prometheus
 scrapes, so the call loop pays nothing for being watched. The call-time
 histogram comes from exact bucket counts the engine keeps over the whole run.
@@ -29,19 +30,13 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    InfoMetricFamily,
-)
 from prometheus_client.registry import Collector
 
 from gputop.core.errors import UsageError
-from gputop.core.records.calls import CALL_BUCKETS_MS
 from gputop.core.serving.access import LOOPBACK, bearer_matches, url_host
+from gputop.core.serving.families import METRICS, PHASES, STATES, KeptFunctions, Scrape
+from gputop.core.serving.labels import GpuLabels, run_labels
 from gputop.core.snapshot import RunSnapshot
-from gputop.core.watch.clock_watch import THROTTLE_REASONS
 
 __all__ = [
     "DEFAULT_PORT",
@@ -57,192 +52,23 @@ __all__ = [
 ]
 
 DEFAULT_PORT = 9470
-PHASES = ("import", "compile", "load", "parameters", "context", "first_call", "teardown")
-STATES = ("idle", "importing", "compiling", "loading", "running", "paused", "finished", "stopped", "error")
-
-# (name, help, kind): the exporter's whole contract, also printed by `gputop serve --list-metrics`
-# and listed in docs/prometheus-and-web.md.
-METRICS = (
-    ("gputop_info", "What runs: target, function, device and versions (value 1)", "info"),
-    ("gputop_run_state", "1 for the run's current state, 0 for the others", "gauge"),
-    ("gputop_phase_seconds", "Seconds spent in each run phase (compile, load, ...)", "gauge"),
-    ("gputop_call_duration_seconds", "Synchronised wall time of each call (histogram)", "histogram"),
-    ("gputop_calls_total", "Calls made since the run started", "counter"),
-    ("gputop_kernel_seconds_total", "Device time of each kernel over all profile passes", "counter"),
-    ("gputop_kernel_dispatches_total", "Dispatches of each kernel over all profile passes", "counter"),
-    ("gputop_kernel_avg_seconds", "Average device time of one dispatch of each kernel", "gauge"),
-    ("gputop_kernel_max_seconds", "Longest dispatch of each kernel", "gauge"),
-    ("gputop_memory_live_bytes", "Bytes the runtime's allocator holds now, per device and memory type", "gauge"),
-    ("gputop_memory_peak_bytes", "Most bytes the runtime's allocator held, per device and memory type", "gauge"),
-    ("gputop_device_memory_used_bytes", "Device memory in use (NVML for NVIDIA GPUs, host RAM for CPUs)", "gauge"),
-    ("gputop_device_memory_total_bytes", "Device memory in all", "gauge"),
-    ("gputop_host_rss_bytes", "Resident memory of the gputop process", "gauge"),
-    ("gputop_captures_total", "RenderDoc captures taken and verified", "counter"),
-    ("gputop_errors_total", "Errors the run met (compile, device, call, check)", "counter"),
-    ("gputop_device_other_processes", "Other processes NVML lists on the run's GPU (not this run's)", "gauge"),
-    ("gputop_host_other_cores", "CPU cores other processes used over the last few seconds", "gauge"),
-    ("gputop_gpu_sm_clock_hertz", "The run's GPU's SM clock at the newest reading (NVML, NVIDIA GPUs only)", "gauge"),
-    ("gputop_gpu_memory_clock_hertz", "The run's GPU's memory clock at the newest reading", "gauge"),
-    ("gputop_gpu_power_watts", "The run's GPU's power draw at the newest reading", "gauge"),
-    ("gputop_gpu_temperature_celsius", "The run's GPU's core temperature at the newest reading", "gauge"),
-    ("gputop_gpu_clock_throttle_active", "1 for each NVML clock event reason active at the newest reading", "gauge"),
-    ("gputop_pm_sampling_active", "1 while PM sampling reads the GPU's own counters (CUDA), else 0", "gauge"),
-    (
-        "gputop_pm_value",
-        "Each PM sampled metric's newest value: % of the GPU's peak (SM, tensor, DRAM) or the SM clock in MHz",
-        "gauge",
-    ),
-)
 
 
 class SnapshotCollector(Collector):
-    """Metric families from the newest snapshot, computed at scrape time."""
+    """Metric families from the newest snapshot, computed at scrape time, each with the run's labels."""
 
     def __init__(self, current: Callable[[], RunSnapshot | None], versions: dict[str, str | None]) -> None:
         self._current = current
         self._versions = versions
+        self._gpus = GpuLabels()  # NVML asked once per device, not per scrape
+        self._kept = KeptFunctions()
 
     def collect(self) -> Iterator[Any]:
         snap = self._current()
         if snap is None:
             return
-        device = snap.device.id if snap.device else "none"
-        families: list[Any] = []
-
-        info = InfoMetricFamily("gputop", METRICS[0][1])
-        info.add_metric(
-            [],
-            {
-                "target": snap.target,
-                "function": snap.function or "",
-                "device": device,
-                "device_name": snap.device.name if snap.device else "",
-                **{k: v or "" for k, v in self._versions.items()},
-            },
-        )
-        families.append(info)
-
-        state = GaugeMetricFamily("gputop_run_state", METRICS[1][1], labels=["state"])
-        for name in STATES:
-            state.add_metric([name], 1.0 if snap.state == name else 0.0)
-        families.append(state)
-
-        phases = GaugeMetricFamily("gputop_phase_seconds", METRICS[2][1], labels=["phase"])
-        for name in PHASES:
-            value = getattr(snap.phases, f"{name}_s")
-            if value is not None:
-                phases.add_metric([name], value)
-        families.append(phases)
-
-        calls = snap.calls
-        histogram = HistogramMetricFamily("gputop_call_duration_seconds", METRICS[3][1], labels=["device"])
-        if calls.buckets:
-            cumulative, buckets = 0, []
-            for bound, count in zip((*CALL_BUCKETS_MS, float("inf")), calls.buckets, strict=True):
-                cumulative += count
-                buckets.append((_le(bound), float(cumulative)))
-            histogram.add_metric([device], buckets, calls.sum_ms / 1e3)
-        families.append(histogram)
-        total = CounterMetricFamily("gputop_calls", METRICS[4][1], labels=["device"])
-        total.add_metric([device], float(calls.count))
-        families.append(total)
-
-        families += _kernel_families(snap, device)
-        families += _memory_families(snap)
-
-        captures = CounterMetricFamily("gputop_captures", METRICS[14][1], labels=["device"])
-        captures.add_metric([device], float(len(snap.captures)))
-        errors = CounterMetricFamily("gputop_errors", METRICS[15][1], labels=["device"])
-        errors.add_metric([device], float(snap.errors))
-        families += [captures, errors]
-
-        others = GaugeMetricFamily("gputop_device_other_processes", METRICS[16][1], labels=["device"])
-        host_others = GaugeMetricFamily("gputop_host_other_cores", METRICS[17][1])
-        neighbours = snap.neighbours
-        if neighbours is not None:
-            if neighbours.gpu is not None:  # a CPU device has no GPU processes to count, not zero of them
-                others.add_metric([neighbours.device_id or device], float(neighbours.others))
-            if neighbours.host is not None:
-                host_others.add_metric([], neighbours.host.other_cores)
-        families += [others, host_others]
-        families += _clock_families(snap, device)
-        families += _pm_families(snap, device)
-        yield from families
-
-
-def _kernel_families(snap: RunSnapshot, device: str) -> list[Any]:
-    """Each profiled kernel's time, dispatches, average and longest dispatch (empty before a profile pass)."""
-    kernel_labels = ["kernel", "device"]
-    kernel_seconds = CounterMetricFamily("gputop_kernel_seconds", METRICS[5][1], labels=kernel_labels)
-    dispatches = CounterMetricFamily("gputop_kernel_dispatches", METRICS[6][1], labels=kernel_labels)
-    average = GaugeMetricFamily("gputop_kernel_avg_seconds", METRICS[7][1], labels=kernel_labels)
-    longest = GaugeMetricFamily("gputop_kernel_max_seconds", METRICS[8][1], labels=kernel_labels)
-    for kernel in snap.profile.kernels if snap.profile else ():
-        labels = [kernel.name, device]
-        kernel_seconds.add_metric(labels, kernel.total_us / 1e6)
-        dispatches.add_metric(labels, float(kernel.count))
-        average.add_metric(labels, kernel.avg_us / 1e6)
-        longest.add_metric(labels, kernel.max_us / 1e6)
-    return [kernel_seconds, dispatches, average, longest]
-
-
-def _memory_families(snap: RunSnapshot) -> list[Any]:
-    """The pools' live and peak bytes, the device's used and total memory, the host's RSS."""
-    pool_labels = ["device", "memory_type"]
-    live = GaugeMetricFamily("gputop_memory_live_bytes", METRICS[9][1], labels=pool_labels)
-    peak = GaugeMetricFamily("gputop_memory_peak_bytes", METRICS[10][1], labels=pool_labels)
-    used = GaugeMetricFamily("gputop_device_memory_used_bytes", METRICS[11][1], labels=["device", "source"])
-    capacity = GaugeMetricFamily("gputop_device_memory_total_bytes", METRICS[12][1], labels=["device", "source"])
-    rss = GaugeMetricFamily("gputop_host_rss_bytes", METRICS[13][1])
-    if snap.memory is not None:
-        for dev in snap.memory.devices:
-            for pool in dev.pools:
-                live.add_metric([dev.device_id, pool.memory_type], float(pool.live_bytes))
-                peak.add_metric([dev.device_id, pool.memory_type], float(pool.peak_bytes))
-            if dev.device_used_bytes is not None:
-                used.add_metric([dev.device_id, dev.source], float(dev.device_used_bytes))
-            if dev.device_total_bytes is not None:
-                capacity.add_metric([dev.device_id, dev.source], float(dev.device_total_bytes))
-        rss.add_metric([], float(snap.memory.host_rss_bytes))
-    return [live, peak, used, capacity, rss]
-
-
-def _clock_families(snap: RunSnapshot, device: str) -> list[Any]:
-    """The newest clock reading of the run's GPU (empty families where there is none: a CPU device)."""
-    sm_clock = GaugeMetricFamily("gputop_gpu_sm_clock_hertz", METRICS[18][1], labels=["device"])
-    mem_clock = GaugeMetricFamily("gputop_gpu_memory_clock_hertz", METRICS[19][1], labels=["device"])
-    power = GaugeMetricFamily("gputop_gpu_power_watts", METRICS[20][1], labels=["device"])
-    temperature = GaugeMetricFamily("gputop_gpu_temperature_celsius", METRICS[21][1], labels=["device"])
-    throttle = GaugeMetricFamily("gputop_gpu_clock_throttle_active", METRICS[22][1], labels=["device", "reason"])
-    reading = snap.clock_now
-    if reading is not None:
-        sm_clock.add_metric([device], reading.sm_mhz * 1e6)
-        mem_clock.add_metric([device], reading.mem_mhz * 1e6)
-        if reading.power_w is not None:
-            power.add_metric([device], reading.power_w)
-        if reading.temperature_c is not None:
-            temperature.add_metric([device], float(reading.temperature_c))
-        for reason in THROTTLE_REASONS.values():  # every reason, 0 or 1: an alert needs the series before it fires
-            throttle.add_metric([device, reason], 1.0 if reason in reading.throttle_reasons else 0.0)
-    return [sm_clock, mem_clock, power, temperature, throttle]
-
-
-def _pm_families(snap: RunSnapshot, device: str) -> list[Any]:
-    """The GPU's own counters, newest values (CUPTI PM sampling): empty families where the run has no PM state
-    (an engine that has not decided yet), `active` 0 and no values while it is paused, off or refused."""
-    active = GaugeMetricFamily("gputop_pm_sampling_active", METRICS[23][1], labels=["device"])
-    value = GaugeMetricFamily("gputop_pm_value", METRICS[24][1], labels=["device", "role", "metric", "unit"])
-    pm = snap.pm_sampling
-    if pm is not None:
-        active.add_metric([device], 1.0 if pm.sampling else 0.0)
-        for metric, newest in zip(pm.metrics, pm.newest, strict=False):
-            if newest is not None:  # a metric the newest decode had no sample of: no value, not a zero
-                value.add_metric([device, metric.role, metric.name, metric.unit], newest)
-    return [active, value]
-
-
-def _le(bound_ms: float) -> str:
-    return "+Inf" if bound_ms == float("inf") else repr(bound_ms / 1e3)
+        run = run_labels(snap, self._gpus.hostname)
+        yield from Scrape(snap, run, self._gpus.of(snap.device), self._kept).families(self._versions)
 
 
 MAX_HANDLERS = 16  # requests served at once, each on its own thread

@@ -1,4 +1,4 @@
-"""NVIDIA GPUs as NVML sees them: names, UUIDs and memory in use.
+"""NVIDIA GPUs as NVML sees them: names, UUIDs, PCI bus ids and memory in use.
 
 NVML is the only source of whole-device memory on NVIDIA GPUs that does not
 need a CUDA context, and it works the same whether the run uses CUDA or
@@ -24,6 +24,7 @@ class NvmlGpu:
     uuid: str
     memory_total_bytes: int
     driver_version: str
+    pci_bus_id: str | None = None  # "00000000:19:00.0", as NVML and dcgm-exporter's `pci_bus_id` label give it
 
 
 def nvml_unavailable_reason() -> str | None:
@@ -61,9 +62,19 @@ def list_gpus() -> list[NvmlGpu]:
                 uuid=_text(pynvml.nvmlDeviceGetUUID(handle)),
                 memory_total_bytes=int(info.total),
                 driver_version=driver,
+                pci_bus_id=_pci_bus_id(handle),
             )
         )
     return gpus
+
+
+def _pci_bus_id(handle: object) -> str | None:
+    import pynvml
+
+    try:
+        return _text(pynvml.nvmlDeviceGetPciInfo(handle).busId)
+    except Exception:  # an NVML too old for the field, or a GPU that does not answer: the label is left out
+        return None
 
 
 def memory_used(index: int) -> tuple[int, int] | None:

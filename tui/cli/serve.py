@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="session record: one sample per SECONDS plus every change (default 5; 0: every sample)",
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--list-metrics", action="store_true", help="print every metric /metrics serves (name, type, help) and exit"
+    )
     # The TUI that started this engine (`gputop TARGET`): its requests may stop, reload and move the run,
     # and the engine ends with it. Not for users: the TUI passes it.
     parser.add_argument("--owner-pid", type=int, default=None, help=argparse.SUPPRESS)
@@ -49,8 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def command_serve(args: argparse.Namespace) -> int:
     # imported here (as in options.add_metrics_options): prometheus_client costs ~25 ms,
     # and `import gputop.tui.cli` alone need not pay it
-    from gputop.tui.bridge import MetricsServer
+    from gputop.tui.bridge import METRICS, MetricsServer
 
+    if args.list_metrics:
+        for name, text, kind in METRICS:
+            print(f"{name:<40} {kind:<9} {text}")
+        return 0
     if args.profile_every < 0:
         raise UsageError("--profile-every must be 0 (never) or positive")
     token = load_token(args.token)

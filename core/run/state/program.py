@@ -146,6 +146,8 @@ class ProgramState:
                     recent_calls_per_s=stats.recent_calls_per_s,
                     parts=parts.parts(stats.count) if parts is not None else None,
                     between_p50_ms=parts.between_p50_ms() if parts is not None else None,
+                    buckets=stats.buckets,
+                    sum_ms=stats.sum_ms,
                 )
             )
         rows.sort(key=lambda row: (-row.count, row.module, row.name))
