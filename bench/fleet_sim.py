@@ -13,7 +13,7 @@ The fleet: every GPU runs one session; a quarter are watched programs with two f
 (prefill/decode), the rest gputop's own runs with one. Call times are log-normal around each run's
 own median (0.3-30 ms); 2 % of the runs slow down 3x for the last third of the history, 5 % sit
 at a 345 MHz SM clock, 3 % grow memory per call (with a `held results` hint), 2 % carry another
-hint, and a few are paused, finished or in error. Series per run: 37 (own runs) or 60 (programs).
+hint, and a few are paused, finished or in error. Series per run: 38 (own runs) or 68 (programs).
 
 Only the contract's series are written: a real `gputop serve` exports more (phases, kernels, pools,
 throttle reasons), which take disk and memory in Prometheus but no query of the fleet view's
@@ -46,10 +46,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gputop.core.fleet import FleetQueries, PrometheusClient, fleet_rows, poll_fleet
+from gputop.core.records.calls import CALL_BUCKETS_MS
 
-BUCKETS_S = (5e-05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
+BUCKETS_S = tuple(bound / 1e3 for bound in CALL_BUCKETS_MS)  # gputop serve's own histogram buckets
 STATES = ("idle", "importing", "compiling", "loading", "running", "paused", "finished", "stopped", "error")
-PARTS = ("kernels", "host", "copies")
+# A watched call's parts as gputop serve exports them (p50 each); a run gputop makes has the one part `call`.
+PROGRAM_PARTS = (("arguments", 0.05), ("invoke", 0.8), ("results", 0.05), ("to_host", 0.1))
+OWN_PARTS = (("call", 1.0),)
 BLOCK_S = 7200  # Prometheus's block range: a history inside one range is one block and one backfill pass
 TOTAL_BYTES = 150_754_820_096  # an H200's memory as NVML gives it (143,771 MiB)
 
@@ -87,8 +90,7 @@ def make_fleet(hosts: int, gpus: int, seed: int = 58) -> list[Run]:
             target = "python serve.py" if program else "/models/llm-block.vmfb"
             base = (
                 f'run="{run_id}",target="{target}",device="cuda:{g}",Hostname="{host}",'
-                f'instance="{host}:{9470 + g}",job="gputop"'
-                + (',program="python serve.py --batch 8"' if program else "")
+                f'instance="{host}:{9470 + g}",job="gputop"' + (',program="serve.py"' if program else "")
             )
             uuid = "GPU-" + "-".join(f"{rng.getrandbits(4 * n):0{n}x}" for n in (8, 4, 4, 4, 12))
             gpu_labels = (
@@ -159,7 +161,7 @@ def write_openmetrics(runs: list[Run], path: Path, start: int, steps: int, step:
                 for t in times
                 for r in runs
                 for f in r.functions
-                for p, share in zip(PARTS, (0.7, 0.25, 0.05), strict=True)
+                for p, share in (PROGRAM_PARTS if len(r.functions) > 1 else OWN_PARTS)
             ),
         )
         family(

@@ -27,14 +27,29 @@ from pathlib import Path
 
 import pytest
 from fleet_env import needs_prometheus, prometheus_on
+from program_env import PROGRAMS
+from textual.pilot import Pilot
+from tui_pilot import wait_for
 
-from conftest import assert_one_line_error, free_port, run_gputop
+from conftest import assert_one_line_error, end_child, free_port, poll, run_gputop, spawn_gputop
+from gputop.core.fleet import FleetRow, PrometheusClient, poll_fleet
+from gputop.core.serving.control_socket import ControlUnavailable, ask
+from gputop.core.snapshot import RunSnapshot
+from gputop.core.store.reader import read_tail
+from gputop.tui.fleet import FleetApp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))  # the fleet simulation's generator
 import fleet_sim  # noqa: E402
 
 BUCKETS_S = fleet_sim.BUCKETS_S
+
+
+def hello(folder: Path) -> dict[str, object] | None:
+    try:
+        return ask(folder, "hello")
+    except ControlUnavailable:
+        return None
 
 
 def bucket_of(seconds: float) -> int:
@@ -113,7 +128,7 @@ def test_rows_of_a_simulated_history(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    from gputop.core.fleet import PrometheusClient, poll_fleet, sort_rows
+    from gputop.core.fleet import sort_rows
 
     with prometheus_on(tmp_path / "prometheus", data=data) as url:
         poll = poll_fleet(PrometheusClient(url), at=float(end))
@@ -152,3 +167,115 @@ def test_rows_of_a_simulated_history(tmp_path: Path) -> None:
     assert worst[: len(bad)] == bad  # a run in error leads, then the hinted ones
     assert all(math.isfinite(r.p50_s or 0) for r in poll.rows)
     assert socket.gethostname() not in {r.host for r in poll.rows}
+
+
+# -- three real runs, a real Prometheus, the real app ------------------------------------------------------
+
+
+def serve(folder: Path, port: int, *args: str) -> subprocess.Popen[str]:
+    own = ["--metrics-port", str(port), "--session-dir", str(folder), "--record-every", "1", "--quiet"]
+    if args[0] == "--":  # a watched program: the run options are gputop's own runs'
+        return spawn_gputop("serve", *own, *args)
+    return spawn_gputop("serve", *args, *own, "--profile-every", "0")
+
+
+def own_record(folder: Path) -> RunSnapshot:
+    """What the run says of itself: the newest snapshot in its own session record (written every second)."""
+    return read_tail(folder, 1)[-1]
+
+
+@needs_prometheus
+async def test_the_fleet_view_against_three_served_runs(
+    tmp_path: Path, program_python: Path, program_assets: tuple[Path, Path]
+) -> None:
+    vmfb, irpa = program_assets
+    names = ("mlp-task", "mlp-sync", "held")
+    folders = {name: tmp_path / name for name in names}
+    ports = {name: free_port() for name in names}
+    program = [str(program_python), str(PROGRAMS / "hold_results.py"), str(vmfb), str(irpa), "10000000"]
+    children = [
+        serve(folders["mlp-task"], ports["mlp-task"], "demo:mlp", "--device", "local-task"),
+        serve(folders["mlp-sync"], ports["mlp-sync"], "demo:mlp", "--device", "local-sync"),
+        serve(folders["held"], ports["held"], "--", *program),
+    ]
+    target = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
+    here = socket.gethostname()
+    try:
+        for folder in folders.values():
+            poll(lambda f=folder: (hello(f) or {}).get("state") == "running", timeout=180, every=0.2)
+        jobs = {"gputop": [target["mlp-task"], target["held"]], "far": [target["mlp-sync"]]}
+        with prometheus_on(tmp_path / "prometheus", jobs, hosts={"far": "far-node"}) as url:
+            client = PrometheusClient(url)
+
+            def ready() -> bool:
+                rows = {row.run: row for row in poll_fleet(client).rows}
+                return (
+                    set(rows) == set(names)
+                    and all((r.calls_per_s or 0) > 0 for r in rows.values())
+                    and bool(rows["held"].hints)
+                )
+
+            poll(ready, timeout=180, every=1.0)
+            app = FleetApp(url, interval_s=1.0)
+            async with app.run_test(size=(120, 40)) as pilot:
+                await wait_for(pilot, lambda: len(app.fleet.rows) == 3, timeout=30)
+                polls = app.fleet.polls
+                await wait_for(pilot, lambda: app.fleet.polls >= polls + 2, timeout=30)  # refreshed live
+                rows = {row.run: row for row in app.fleet.rows.values()}
+                own = {name: own_record(folder) for name, folder in folders.items()}
+                check_rows_against_runs(rows, own, here)
+                assert next(iter(app.fleet.rows.values())).run == "held"  # worst first: the hint leads
+                shown = [row.key.value for row in app.fleet.table.ordered_rows]
+                assert shown[0] == rows["held"].key and len(shown) == 3
+                await check_enter(app, pilot, rows)
+            listed = json.loads(run_gputop("fleet", "--prometheus", url, "--json", "-").stdout)
+            assert {(r["host"], r["run"]) for r in listed["rows"]} == {(r.host, r.run) for r in rows.values()}
+            assert listed["rows"][0]["run"] == "held"
+    finally:
+        for child in children:
+            assert "Traceback" not in end_child(child)
+
+
+def check_rows_against_runs(rows: dict[str, FleetRow], own: dict[str, RunSnapshot], here: str) -> None:
+    """Each fleet row against its run's own record (the run's exact figures; Prometheus's interpolated ones)."""
+    assert rows["mlp-task"].host == here and rows["held"].host == here and rows["mlp-sync"].host == "far-node"
+    for name, row in rows.items():
+        snap = own[name]
+        assert row.state == snap.state == "running"
+        assert row.target == snap.target
+        if snap.program is not None:  # a watched program: its busiest function's own figures
+            calls = snap.program.functions[0]
+            p50_ms, p95_ms, rate = calls.p50_ms, calls.p95_ms, calls.recent_calls_per_s
+            assert row.function.endswith(calls.name) and row.program
+        else:
+            p50_ms, p95_ms, rate = snap.calls.p50_ms, snap.calls.p95_ms, snap.calls.recent_calls_per_s
+            assert row.device == snap.device.id if snap.device else row.device
+        assert p50_ms is not None and p95_ms is not None and rate and row.p50_s and row.p95_s and row.calls_per_s
+        # Prometheus interpolates inside gputop's histogram buckets: the same bucket, or the next one
+        assert abs(bucket_of(row.p50_s) - bucket_of(p50_ms / 1e3)) <= 1, (name, row.p50_s, p50_ms)
+        assert abs(bucket_of(row.p95_s) - bucket_of(p95_ms / 1e3)) <= 1, (name, row.p95_s, p95_ms)
+        assert row.over == "window"
+        assert 0.5 < row.calls_per_s / rate < 2, (name, row.calls_per_s, rate)  # a 1 m rate against the last seconds
+        device = snap.memory.devices[0] if snap.memory and snap.memory.devices else None
+        if device is not None and device.device_total_bytes:
+            assert row.memory_total_bytes == device.device_total_bytes
+        assert row.sm_clock_hz is None  # the CPU has no SM clock: no figure, not a zero
+    held = own["held"].program
+    assert held is not None and held.growth is not None
+    assert rows["held"].growth_bytes_per_call == held.growth.bytes_per_call == 32 * 512 * 4
+    assert rows["held"].hints and not rows["mlp-task"].hints and not rows["mlp-sync"].hints
+
+
+async def check_enter(app: FleetApp, pilot: Pilot[object], rows: dict[str, FleetRow]) -> None:
+    """`enter` on the run from another host says how to attach there; on a live run here it attaches."""
+    table = app.fleet.table
+    table.move_cursor(row=table.get_row_index(rows["mlp-sync"].key))
+    await pilot.press("enter")
+    far = rows["mlp-sync"]
+    assert app.fleet.said[1] == f"run {far.run} is on host far-node: ssh far-node gputop attach {far.run}"
+    assert f"far-node gputop attach {far.run}" in str(app.fleet.query_one("#fleet-detail").render())
+    assert app.is_running
+    table.move_cursor(row=table.get_row_index(rows["mlp-task"].key))
+    await pilot.press("enter")
+    await pilot.pause(0.2)
+    assert app.return_value is not None and app.return_value.name == "mlp-task"

@@ -6,7 +6,8 @@ fixed number of queries, whatever the fleet's size, and the rows are joined here
 than by PromQL's matching (which would need every query to agree on every label). The call-time
 quantiles come from the rate of the histogram's buckets over the window, and, where that is empty
 (a run too young for two scrapes in the window, or one whose calls have stopped: every rate 0 gives
-NaN), from the buckets counted since the run started; `over` says which.
+NaN), from the buckets counted since the run started; `over` says which. Calls a second are the last two
+scrapes' (`irate`): what the run does now, whatever its age.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ class FleetQueries:
             "state": "gputop_run_state == 1",
             "p50": _quantile(0.5, w),
             "p95": _quantile(0.95, w),
-            "calls": f"sum by ({FUNCTION_BY}) (rate(gputop_calls_total[{w}]))",
+            # irate: the last two scrapes' rate, what the run does now (as its own Run pane says), and right for a
+            # series younger than the window, where rate() divides a few seconds' calls by the whole window
+            "calls": f"sum by ({FUNCTION_BY}) (irate(gputop_calls_total[{w}]))",
             "clock": "gputop_gpu_sm_clock_hertz",
             "memory_used": "gputop_device_memory_used_bytes",
             "memory_total": "gputop_device_memory_total_bytes",

@@ -138,6 +138,8 @@ def fleet_rows(results: Mapping[str, list[Sample]]) -> tuple[FleetRow, ...]:
         chosen = functions.get(top, {})
         gpu_series = _one(of("memory_total") or of("clock") or of("memory_used"), device)
         gpu_labels = gpu_series.labels if gpu_series is not None else {}
+        if device in ("", "none"):  # a watched program names no device of its own: its memory's device
+            device = gpu_labels.get("device", device)
         used, total = _one(of("memory_used"), device), _one(of("memory_total"), device)
         clock, growth = _one(of("clock"), device), _one(of("growth"), device)
         states = [s.labels.get("state", "") for s in of("state")]
@@ -148,8 +150,8 @@ def fleet_rows(results: Mapping[str, list[Sample]]) -> tuple[FleetRow, ...]:
                 run=key[1],
                 target=info.get("target", ""),
                 program=info.get("program", ""),
-                device=device or gpu_labels.get("device", ""),
-                gpu=gpu_labels.get("gpu") or device or gpu_labels.get("device", ""),
+                device=device,
+                gpu=gpu_labels.get("gpu") or device,
                 gpu_name=gpu_labels.get("modelName", "") or info.get("device_name", ""),
                 instance=info.get("instance", "") or gpu_labels.get("instance", ""),
                 function=top,
