@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     )
     from gputop.core.fleet import (
         FLEET_SORTS,
+        FLEET_TIMEOUT_S,
         FLEET_WINDOW,
         FleetPoll,
         FleetQueries,
@@ -270,6 +271,7 @@ READ: Rooms = {
     "gputop.core.renderdoc.capture_files": ("capture_info",),
     "gputop.core.fleet": (
         "FLEET_SORTS",
+        "FLEET_TIMEOUT_S",
         "FLEET_WINDOW",
         "FleetPoll",
         "FleetQueries",

@@ -9,13 +9,21 @@ fleet view loads neither IREE, NVML nor the Prometheus client library (an import
 
 from __future__ import annotations
 
-from gputop.core.fleet.client import PrometheusClient, PrometheusUnreachable, QueryRefused, Sample, base_url
+from gputop.core.fleet.client import (
+    FLEET_TIMEOUT_S,
+    PrometheusClient,
+    PrometheusUnreachable,
+    QueryRefused,
+    Sample,
+    base_url,
+)
 from gputop.core.fleet.poll import poll_fleet
 from gputop.core.fleet.queries import FLEET_WINDOW, FleetQueries, check_window
 from gputop.core.fleet.rows import FLEET_SORTS, FleetPoll, FleetRow, fleet_rows, sort_rows
 
 __all__ = [
     "FLEET_SORTS",
+    "FLEET_TIMEOUT_S",
     "FLEET_WINDOW",
     "FleetPoll",
     "FleetQueries",

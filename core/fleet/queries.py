@@ -6,18 +6,28 @@ fixed number of queries, whatever the fleet's size, and the rows are joined here
 than by PromQL's matching (which would need every query to agree on every label). The call-time
 quantiles come from the rate of the histogram's buckets over the window, and, where that is empty
 (a run too young for two scrapes in the window, or one whose calls have stopped: every rate 0 gives
-NaN), from the buckets counted since the run started; `over` says which. Calls a second are the last two
-scrapes' (`irate`): what the run does now, whatever its age.
+NaN), from the buckets counted since the run started, asked in a second round for those runs alone
+(`whole_run`): at 8,000 GPUs asking it of every run, with `or`, cost as much again as the window's.
+Calls a second are the last two scrapes' (`irate`): what the run does now, whatever its age.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gputop.core.errors import UsageError
 
-__all__ = ["FLEET_WINDOW", "RUN_LABELS", "FleetQueries", "check_window"]
+__all__ = [
+    "FLEET_WINDOW",
+    "RUN_LABELS",
+    "FleetQueries",
+    "any_of",
+    "check_window",
+    "whole_run_quantile",
+    "window_quantile",
+]
 
 FLEET_WINDOW = "1m"  # the rates' window: at least two scrapes of Prometheus's (15 s is usual; 1 m is its default)
 RUN_LABELS = ("Hostname", "run")  # what names a run across the fleet: the host it says it is on and its session id
@@ -32,16 +42,28 @@ def check_window(text: str) -> str:
     return text
 
 
-def _quantile(q: float, window: str) -> str:
-    """The call time's `q` quantile per run and function: over `window`, else over the whole run."""
-    buckets = "gputop_call_duration_seconds_bucket"
-    over_window = f"histogram_quantile({q}, sum by ({FUNCTION_BY}, le) (rate({buckets}[{window}])))"
-    whole_run = f"histogram_quantile({q}, sum by ({FUNCTION_BY}, le) ({buckets}))"
-    # `>= 0` drops NaN (no calls in the window); `or on (...)` takes the whole run's figure only where that left none.
-    return (
-        f'label_replace(({over_window}) >= 0, "over", "window", "", "") '
-        f'or on ({FUNCTION_BY}) label_replace(({whole_run}) >= 0, "over", "run", "", "")'
-    )
+BUCKETS = "gputop_call_duration_seconds_bucket"
+_RE2_SPECIAL = set("\\.+*?()|[]{}^$")
+
+
+def any_of(values: Iterable[str]) -> str:
+    """A PromQL regex (inside a double-quoted string) that matches exactly `values`."""
+    escaped = ("".join(f"\\{c}" if c in _RE2_SPECIAL else c for c in value) for value in sorted(set(values)))
+    return "|".join(escaped).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def window_quantile(q: float, window: str) -> str:
+    """The call time's `q` quantile per run and function over `window`; `>= 0` drops the NaN of no calls in it."""
+    return f"histogram_quantile({q}, sum by ({FUNCTION_BY}, le) (rate({BUCKETS}[{window}]))) >= 0"
+
+
+def whole_run_quantile(q: float, runs: Iterable[tuple[str, str]]) -> str:
+    """The `q` quantile of every call since the start, of the (host, run) pairs `runs` only (a superset: the
+    hosts' and the runs' names each; `poll_fleet` keeps the pairs asked for)."""
+    pairs = list(runs)
+    hosts, names = any_of(host for host, _ in pairs), any_of(run for _, run in pairs)
+    selector = f'{BUCKETS}{{Hostname=~"{hosts}", run=~"{names}"}}'
+    return f"histogram_quantile({q}, sum by ({FUNCTION_BY}, le) ({selector})) >= 0"
 
 
 @dataclass(frozen=True)
@@ -50,13 +72,18 @@ class FleetQueries:
 
     window: str = FLEET_WINDOW
 
+    def whole_run(self, runs: Iterable[tuple[str, str]]) -> dict[str, str]:
+        """The second round's queries: the whole run's p50 and p95 of the runs whose window held no calls."""
+        pairs = sorted(set(runs))
+        return {"p50_run": whole_run_quantile(0.5, pairs), "p95_run": whole_run_quantile(0.95, pairs)}
+
     def expressions(self) -> dict[str, str]:
         w = self.window
         return {
             "info": "gputop_info",
             "state": "gputop_run_state == 1",
-            "p50": _quantile(0.5, w),
-            "p95": _quantile(0.95, w),
+            "p50": window_quantile(0.5, w),
+            "p95": window_quantile(0.95, w),
             # irate: the last two scrapes' rate, what the run does now (as its own Run pane says), and right for a
             # series younger than the window, where rate() divides a few seconds' calls by the whole window
             "calls": f"sum by ({FUNCTION_BY}) (irate(gputop_calls_total[{w}]))",

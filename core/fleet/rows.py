@@ -105,8 +105,14 @@ def _functions(of: Callable[[str], list[Sample]]) -> dict[str, dict[str, float |
         for sample in of(name):
             entry = functions.setdefault(sample.labels.get("function", ""), {})
             entry[name] = sample.value
-            if "over" in sample.labels:
-                entry["over"] = sample.labels["over"]
+            if name != "calls":
+                entry["over"] = "window"
+    for name in ("p50", "p95"):  # the second round's: the whole run's, where the window held no calls
+        for sample in of(f"{name}_run"):
+            entry = functions.setdefault(sample.labels.get("function", ""), {})
+            if name not in entry:
+                entry[name] = sample.value
+                entry["over"] = "run"
     return functions
 
 

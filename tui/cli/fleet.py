@@ -15,6 +15,7 @@ import sys
 
 from gputop.tui.bridge import (
     EXIT_OK,
+    FLEET_TIMEOUT_S,
     FLEET_WINDOW,
     FleetQueries,
     PrometheusClient,
@@ -46,15 +47,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the rates' window, at least two scrapes long (default {FLEET_WINDOW}); "
         "p50/p95 fall back to the whole run where it holds no calls",
     )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=FLEET_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"the longest a query may take before Prometheus counts as unreachable (default {FLEET_TIMEOUT_S:.0f})",
+    )
     parser.add_argument("--json", metavar="PATH", help="write the rows once as JSON (- for stdout) and end")
 
 
 def command_fleet(args: argparse.Namespace) -> int:
     if not args.interval > 0:
         raise UsageError("--interval must be positive")
+    if not args.timeout > 0:
+        raise UsageError("--timeout must be positive")
     check_json_destination(args.json)
     queries = FleetQueries(check_window(args.window))
-    client = PrometheusClient(args.prometheus)  # a URL that is none: one line now, before anything is asked
+    client = PrometheusClient(
+        args.prometheus, timeout_s=args.timeout
+    )  # a URL that is none: one line now, before anything is asked
     first = poll_fleet(client, queries)  # unreachable, not Prometheus, refused: one line, its exit code
     if args.json:
         rows = sort_rows(first.rows)
