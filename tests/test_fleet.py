@@ -14,6 +14,7 @@ Prometheus.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import math
@@ -32,11 +33,12 @@ from textual.pilot import Pilot
 from tui_pilot import wait_for
 
 from conftest import assert_one_line_error, end_child, free_port, poll, run_gputop, spawn_gputop
-from gputop.core.fleet import FleetRow, PrometheusClient, poll_fleet
+from gputop.core.fleet import FleetRow, PrometheusClient, poll_fleet, sort_rows
 from gputop.core.serving.control_socket import ControlUnavailable, ask
 from gputop.core.snapshot import RunSnapshot
 from gputop.core.store.reader import read_tail
 from gputop.tui.fleet import FleetApp
+from gputop.tui.screens.fleet import FleetHelpScreen
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))  # the fleet simulation's generator
@@ -113,23 +115,23 @@ def test_an_empty_prometheus_and_a_wrong_path(tmp_path: Path) -> None:
 # -- a history whose truth is known: generated, backfilled with promtool --------------------------------
 
 
-@needs_prometheus
-def test_rows_of_a_simulated_history(tmp_path: Path) -> None:
-    """Two hosts x 8 GPUs, 10 minutes at 15 s steps: each row against the generator's own parameters."""
+@pytest.fixture()
+def simulated(tmp_path: Path) -> tuple[Path, int, list[fleet_sim.Run]]:
+    """A TSDB of 2 hosts x 8 GPUs over 10 minutes at 15 s, backfilled with promtool: its folder, end and truth."""
     runs = fleet_sim.make_fleet(2, 8, seed=7)
-    step, steps = 15, 40
-    end = (int(time.time()) // fleet_sim.BLOCK_S) * fleet_sim.BLOCK_S - step
-    start = end - (steps - 1) * step
+    end = (int(time.time()) // fleet_sim.BLOCK_S) * fleet_sim.BLOCK_S - 15
     history = tmp_path / "history.om"
-    fleet_sim.write_openmetrics(runs, history, start, steps, step)
-    data = tmp_path / "data"
-    subprocess.run(
-        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(history), str(data)],
-        check=True,
-        capture_output=True,
-    )
-    from gputop.core.fleet import sort_rows
+    fleet_sim.write_openmetrics(runs, history, end - 39 * 15, 40, 15)
+    command = ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(history), str(tmp_path / "data")]
+    subprocess.run(command, check=True, capture_output=True)
+    return tmp_path / "data", end, runs
 
+
+@needs_prometheus
+def test_rows_of_a_simulated_history(tmp_path: Path, simulated: tuple[Path, int, list[fleet_sim.Run]]) -> None:
+    """Two hosts x 8 GPUs, 10 minutes at 15 s steps: each row against the generator's own parameters."""
+    data, end, runs = simulated
+    step, steps = 15, 40
     with prometheus_on(tmp_path / "prometheus", data=data) as url:
         poll = poll_fleet(PrometheusClient(url), at=float(end))
     stopped = any(r.state in ("finished", "error", "paused") for r in runs)
@@ -169,6 +171,49 @@ def test_rows_of_a_simulated_history(tmp_path: Path) -> None:
     assert worst[: len(bad)] == bad  # a run in error leads, then the hinted ones
     assert all(math.isfinite(r.p50_s or 0) for r in poll.rows)
     assert socket.gethostname() not in {r.host for r in poll.rows}
+
+
+@needs_prometheus
+async def test_the_views_keys_and_a_prometheus_that_goes_away(
+    tmp_path: Path, simulated: tuple[Path, int, list[fleet_sim.Run]]
+) -> None:
+    """The real app over the simulated fleet: s, ?, enter on another host's run; then Prometheus stops: one line."""
+    data, end, _ = simulated
+    with contextlib.ExitStack() as prometheus:
+        url = prometheus.enter_context(prometheus_on(tmp_path / "prometheus", data=data))
+        app = FleetApp(url, interval_s=3600, at=float(end))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.fleet.polls == 1, timeout=30)
+            fleet = app.fleet
+            assert len(fleet.rows) == 16 and "16 runs on 2 hosts" in str(fleet.title_text())
+            first = next(iter(fleet.rows.values()))
+            assert first.hints  # worst first: no run in error here, so one with a hint leads
+            await pilot.press("s")
+            assert fleet.order == "p95" and "p95 first" in str(fleet.title_text())
+            p95s = [row.p95_s or 0 for row in fleet.rows.values()]
+            assert p95s == sorted(p95s, reverse=True)
+            shown = [row.key.value for row in fleet.table.ordered_rows]
+            assert shown == list(fleet.rows)  # the table shows the order, not only the list
+            await pilot.press("s", "s", "s")
+            assert fleet.order == "worst"
+            await pilot.press("question_mark")
+            assert isinstance(app.screen, FleetHelpScreen)
+            await pilot.press("escape")
+            assert app.screen is fleet
+            await pilot.press("down", "enter")
+            row = fleet.cursor_row()
+            assert row is not None and fleet.said[1] == (
+                f"run {row.run} is on host {row.host}: ssh {row.host} gputop attach {row.run}"
+            )
+            assert app.is_running
+            prometheus.close()  # Prometheus stops: the next poll says so in the title, and the rows stay
+            await pilot.press("r")
+            await wait_for(pilot, lambda: fleet.problem is not None, timeout=30)
+            title = str(fleet.title_text())
+            assert f"Prometheus at {url} is unreachable (connection refused) (since " in title, title
+            assert len(fleet.rows) == 16 and fleet.table.row_count == 16
+            await pilot.press("q")
+        assert app.return_value is None
 
 
 # -- three real runs, a real Prometheus, the real app ------------------------------------------------------
