@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from fleet_env import needs_prometheus, prometheus_on
 from program_env import PROGRAMS
+from test_e2e_tmux import GPUTOP, TMUX, Terminal
 from textual.pilot import Pilot
 from tui_pilot import wait_for
 
@@ -278,6 +279,8 @@ async def test_the_fleet_view_against_three_served_runs(
             listed = json.loads(run_gputop("fleet", "--prometheus", url, "--json", "-").stdout)
             assert {(r["host"], r["run"]) for r in listed["rows"]} == {(r.host, r.run) for r in rows.values()}
             assert listed["rows"][0]["run"] == "held"
+            if TMUX:
+                attach_in_a_terminal(url, tmp_path)
     finally:
         for child in children:
             assert "Traceback" not in end_child(child)
@@ -326,3 +329,22 @@ async def check_enter(app: FleetApp, pilot: Pilot[object], rows: dict[str, Fleet
     await pilot.press("enter")
     await pilot.pause(0.2)
     assert app.return_value is not None and app.return_value.name == "mlp-task"
+
+
+def attach_in_a_terminal(url: str, tmp_path: Path) -> None:
+    """The installed `gputop fleet` in tmux: enter on the first row (the watched program, here and live) gives way
+    to `gputop attach`; its q comes back to the fleet, whose q ends the command with 0."""
+    exit_file = tmp_path / "fleet_exit"
+    term = Terminal(f"{GPUTOP} fleet --prometheus {url} --interval 1; echo $? > {exit_file}; sleep 60")
+    try:
+        term.wait_for(lambda s: "3 runs on 1 host" in s or "3 runs on 2 hosts" in s)
+        term.keys("Enter")
+        term.wait_for(lambda s: "watching" in s and "attached pid" in s and "gputop fleet" not in s)
+        term.keys("q")
+        term.wait_for(lambda s: "gputop fleet" in s and "3 runs on 2 hosts" in s)
+        term.keys("q")
+        poll(exit_file.exists, timeout=30, every=0.2)
+        assert exit_file.read_text().strip() == "0"
+        assert "Traceback" not in term.screen()
+    finally:
+        term.close()
