@@ -86,14 +86,16 @@ def test_functions_past_twenty_are_other_and_the_first_twenty_stay(tmp_path: Pat
 def test_gpu_labels_are_those_that_exist() -> None:
     """A GPU NVML does not see (lavapipe's Vulkan device): its UUID, index and name, no PCI bus id; a CPU: none."""
     gpus = GpuLabels()
-    lavapipe = DeviceInfo("vulkan:1", "vulkan", "llvmpipe [software]", None, (), True, kind="software-gpu", uuid="ab12")
-    assert gpus.of(lavapipe) == {"UUID": "ab12", "gpu": "1", "modelName": "llvmpipe [software]"}
+    uuid = "6d65736132322e332e36000000000000"  # lavapipe's, as IREE lists it; vulkaninfo writes it dashed
+    lavapipe = DeviceInfo("vulkan:1", "vulkan", "llvmpipe [software]", None, (), True, kind="software-gpu", uuid=uuid)
+    dashed = "6d657361-3232-2e33-2e36-000000000000"
+    assert gpus.of(lavapipe) == {"UUID": dashed, "gpu": "1", "modelName": "llvmpipe [software]"}
     cpu = DeviceInfo("local-task", "local-task", "AMD EPYC", None, (), True, kind="cpu")
     assert gpus.of(cpu) == {} and gpus.of(None) == {}
     blank = RunSnapshot("running", "demo:mlp", "mlp", lavapipe, *_blank_fields())
     families = scrape(SnapshotCollector(lambda: blank, {}))
     (info,) = families["gputop_info"]
-    assert {"UUID": "ab12", "gpu": "1", "modelName": "llvmpipe [software]"}.items() <= info.labels.items()
+    assert {"UUID": dashed, "gpu": "1", "modelName": "llvmpipe [software]"}.items() <= info.labels.items()
     assert families["gputop_hints_active"][0].value == 0
 
 

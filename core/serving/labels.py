@@ -82,6 +82,13 @@ class GpuLabels:
         return self._known[key]
 
 
+def _dashed(uuid: str) -> str:
+    """IREE's 32 hex digits as vulkaninfo's `deviceUUID` writes them (8-4-4-4-12); anything else as it is."""
+    if re.fullmatch(r"[0-9a-fA-F]{32}", uuid):
+        return "-".join((uuid[:8], uuid[8:12], uuid[12:16], uuid[16:20], uuid[20:])).lower()
+    return uuid
+
+
 def _gpu_labels(device: DeviceInfo) -> Labels:
     match = nvml.match_gpu(device.uuid, device.name) if device.kind == "gpu" else None
     if match is not None:  # as dcgm-exporter writes them: NVML's UUID (GPU-...), index, name and PCI bus id
@@ -91,7 +98,7 @@ def _gpu_labels(device: DeviceInfo) -> Labels:
         return labels
     labels = {}
     if device.uuid:  # a Vulkan device's own UUID (lavapipe's, an AMD GPU's): the label exists, NVML does not
-        labels["UUID"] = device.uuid
+        labels["UUID"] = _dashed(device.uuid)
     index = device.id.rpartition(":")[2]
     if index.isdigit():
         labels["gpu"] = index
