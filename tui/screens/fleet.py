@@ -26,6 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 from textual.worker import Worker, WorkerState
 
 from gputop.tui.bridge import (
@@ -254,7 +255,7 @@ class FleetScreen(Screen[None]):
             return None
         try:
             return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
-        except Exception:  # no row under the cursor (the table was just emptied)
+        except (CellDoesNotExist, RowDoesNotExist):  # no row under the cursor (the table was just emptied)
             return None
 
     def cursor_row(self) -> FleetRow | None:
