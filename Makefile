@@ -43,6 +43,7 @@ screenshots: setup
 	$(PY) scripts/screenshots.py screenshots/gputop-roofline-cpu.svg --device local-task --calls 30 --profile --engine-process --roofline
 	scripts/resnet50_screenshot.sh $(PY) screenshots/gputop-resnet50-cpu.svg
 	$(PY) scripts/params_screenshot.py screenshots/gputop-params-cpu.svg --device local-task --mode streamed --cold
+	$(PY) scripts/fleet_screenshot.py screenshots/gputop-fleet.svg
 	$(PY) tests/programs/make_assets.py .screenshot-assets > /dev/null
 	$(PY) scripts/screenshots.py screenshots/gputop-program-cpu.svg --calls 300 \
 	  --program "$(PY) tests/programs/hold_results.py .screenshot-assets/model.vmfb .screenshot-assets/model.irpa 100000"

@@ -52,6 +52,20 @@ if TYPE_CHECKING:
         Interrupted,
         UsageError,
     )
+    from gputop.core.fleet import (
+        FLEET_SORTS,
+        FLEET_TIMEOUT_S,
+        FLEET_WINDOW,
+        FleetPoll,
+        FleetQueries,
+        FleetRow,
+        PrometheusClient,
+        PrometheusUnreachable,
+        QueryRefused,
+        check_window,
+        poll_fleet,
+        sort_rows,
+    )
     from gputop.core.module.demos import demo_targets
     from gputop.core.module.device_discovery import list_devices, resolve_device, target_flags_for_spec
     from gputop.core.module.targets import device_names
@@ -218,7 +232,7 @@ WATCH: Rooms = {
 }
 
 # Read a run, live or past: the snapshot and the records it gathers, a session folder listed, read, followed and
-# checked, a baseline, IREE's profile bundle and a RenderDoc capture.
+# checked, a baseline, IREE's profile bundle and a RenderDoc capture; and a fleet's runs, read from Prometheus.
 READ: Rooms = {
     "gputop.core.snapshot": (
         "BUSY_STATES",
@@ -267,6 +281,20 @@ READ: Rooms = {
     ),
     "gputop.core.profiling.ireeprof.ireeperf": ("read_profile",),
     "gputop.core.renderdoc.capture_files": ("capture_info",),
+    "gputop.core.fleet": (
+        "FLEET_SORTS",
+        "FLEET_TIMEOUT_S",
+        "FLEET_WINDOW",
+        "FleetPoll",
+        "FleetQueries",
+        "FleetRow",
+        "PrometheusClient",
+        "PrometheusUnreachable",
+        "QueryRefused",
+        "check_window",
+        "poll_fleet",
+        "sort_rows",
+    ),
 }
 
 # Compare two runs (`gputop compare`, the gate, the TUI's baseline): the comparison, its verdict and gate, its

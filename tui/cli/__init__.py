@@ -37,6 +37,7 @@ from gputop.tui.cli import (
     capture_info,
     compare,
     devices,
+    fleet,
     profile_info,
     report,
     run,
@@ -81,6 +82,7 @@ COMMANDS: tuple[Subcommand, ...] = (
     compare.SPEC,
     OPEN_SPEC,
     attach.SPEC,
+    fleet.SPEC,
     devices.SPEC,
     watch_path.SPEC,
 )
@@ -100,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="'gputop [TARGET]' starts the live TUI; 'gputop -- python app.py' watches your own program (also "
         "'gputop run -- CMD' and 'gputop serve -- CMD'); 'gputop run TARGET' prints a report; 'gputop sessions' "
         "lists past runs; 'gputop attach SESSION' follows a live one; 'gputop serve TARGET' exports Prometheus "
-        "metrics; 'gputop compare A B' compares two runs. Exit codes: 0 ok, 2 usage, 3 compile, 4 device, "
+        "metrics; 'gputop fleet --prometheus URL' shows every run a Prometheus scrapes; 'gputop compare A B' "
+        "compares two runs. Exit codes: 0 ok, 2 usage, 3 compile, 4 device, "
         "5 runtime, 6 check failed, 7 regression (--fail-above), 130/143/129 "
         "interrupted.",
     )
