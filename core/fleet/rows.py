@@ -158,7 +158,7 @@ def fleet_rows(results: Mapping[str, list[Sample]]) -> tuple[FleetRow, ...]:
                 program=info.get("program", ""),
                 device=device,
                 gpu=gpu_labels.get("gpu") or device,
-                gpu_name=gpu_labels.get("modelName", "") or info.get("device_name", ""),
+                gpu_name=gpu_labels.get("modelName") or gpu_labels.get("model_name") or info.get("device_name", ""),
                 instance=info.get("instance", "") or gpu_labels.get("instance", ""),
                 function=top,
                 functions=len(functions),
