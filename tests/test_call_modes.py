@@ -25,6 +25,7 @@ import pytest
 
 from conftest import run_gputop
 from gputop.core.call_modes import find_modes, modes_text, modes_with_clocks
+from gputop.core.call_times import WINDOW
 from gputop.core.compare import compare_reports, comparison_text
 from gputop.core.profiling.breakdown import breakdown_groups_text
 from gputop.core.records.base import to_json
@@ -330,13 +331,14 @@ def test_a_program_whose_groups_nothing_gputop_sees_explains(tmp_path: Path) -> 
     # Two groups, the sizes; on the busy shared machine the large calls may split once more (a third group).
     assert 2 <= len(modes) <= 3, modes
     fast, slow = modes[0], modes[-1]
-    assert sum(m["calls"] for m in modes) == own["calls"] == report["calls"]["count"]
+    # The groups are found over the newest WINDOW calls (10,000): a quiet machine makes more in 4 s.
+    assert sum(m["calls"] for m in modes) == min(own["calls"], WINDOW) and own["calls"] == report["calls"]["count"]
     assert fast["median_ms"] < own["small_p50_ms"] * 3 < modes[1]["min_ms"] <= own["large_p50_ms"] <= slow["max_ms"]
     assert all(m["clock_sm_mhz"] is None for m in modes)  # no GPU clock on the CPU
     assert all(m["gpu_others"] is None for m in modes)  # no GPU watched: not "nobody"
     host = {m["host_other_cores"] for m in modes}
     assert len(host) == 1 and None not in host  # the same views count for every group: each stretch one call
-    assert sum(m["stretches"] for m in modes) >= 0.95 * own["calls"] and slow["stretches"] > 50  # in turns
+    assert sum(m["stretches"] for m in modes) >= 0.95 * min(own["calls"], WINDOW) and slow["stretches"] > 50  # in turns
     text = modes_text(modes)
     assert text is not None
     cores = " vs ".join(f"{m['host_other_cores']:.2f}" for m in modes)
