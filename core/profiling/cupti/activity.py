@@ -78,18 +78,14 @@ class CuptiPass:
 def record_calls(call_once: Callable[[], object], calls: int, *, apart: bool = False) -> CuptiPass:
     """`calls` calls with kernels, copies, driver API calls and syncs recorded, each call's window on CUPTI's
     clock; with `apart`, `calls` calls with kernel records alone first, which the kernel table comes from."""
-    kernel_events: list[DispatchEvent] | None = None
-    kernel_walls: list[float] = []
     _prime_once(call_once)
-    if apart:
-        activities, windows = _recorded_calls(call_once, calls, ())
-        kernel_events, kernel_walls = _kernel_events(activities), _walls(windows)
+    kernels_only = _recorded_calls(call_once, calls, ()) if apart else None
     activities, windows = _recorded_calls(call_once, calls, BREAKDOWN_KINDS)
-    walls = _walls(windows)
+    kernel_activities, kernel_windows = kernels_only or (activities, windows)
     return CuptiPass(
-        events=kernel_events if kernel_events is not None else _kernel_events(activities),
-        kernel_walls_s=kernel_walls if apart else walls,
-        breakdown_walls_s=walls,
+        events=_kernel_events(kernel_activities),
+        kernel_walls_s=_walls(kernel_windows),
+        breakdown_walls_s=_walls(windows),
         call_records=_call_records(activities, windows),
         apart=apart,
     )
