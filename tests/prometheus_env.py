@@ -1,13 +1,16 @@
-"""A real Prometheus for the fleet tests: Debian's `/usr/bin/prometheus` on loopback, a temporary data folder.
+"""A real Prometheus for the tests: Debian's `/usr/bin/prometheus` (or GPUTOP_TEST_PROMETHEUS's, carried to the GPU
+machines) on loopback, a temporary data folder.
 
-`prometheus_on` writes a configuration with one job per name given (each its targets, scraped every
-second), optionally relabelling a job's `Hostname` as if its runs were on another host (Prometheus's own
-`metric_relabel_configs`, the way a fleet's relabelling rules rewrite labels), starts the server and
-yields its URL once `/-/ready` answers; it stops the server however the test ends.
+`prometheus_server` starts one on a given configuration (the dashboard's tests run `deploy/prometheus.yml`) and
+yields its URL once `/-/ready` answers; it stops the server however the test ends. `prometheus_on` writes a
+configuration with one job per name given (each its targets, scraped every second), optionally relabelling a
+job's `Hostname` as if its runs were on another host (Prometheus's own `metric_relabel_configs`, the way a
+fleet's relabelling rules rewrite labels), and starts one on it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import urllib.request
@@ -19,9 +22,9 @@ import pytest
 
 from conftest import free_port, poll
 
-__all__ = ["PROMETHEUS", "PROMTOOL", "needs_prometheus", "prometheus_on"]
+__all__ = ["PROMETHEUS", "PROMTOOL", "needs_prometheus", "prometheus_on", "prometheus_server"]
 
-PROMETHEUS = shutil.which("prometheus")
+PROMETHEUS = os.environ.get("GPUTOP_TEST_PROMETHEUS") or shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
 needs_prometheus = pytest.mark.skipif(
     PROMETHEUS is None or PROMTOOL is None, reason="Prometheus is not installed (apt-get install prometheus)"
@@ -50,10 +53,18 @@ def prometheus_on(
     data: Path | None = None,
 ) -> Iterator[str]:
     """Prometheus scraping `jobs` (job name -> `host:port` targets), `hosts` renaming a job's runs' host; its URL."""
-    assert PROMETHEUS is not None
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "prometheus.yml"
     config.write_text(_config(jobs or {}, hosts or {}))
+    with prometheus_server(config, folder, data=data) as url:
+        yield url
+
+
+@contextmanager
+def prometheus_server(config: Path, folder: Path, *, data: Path | None = None) -> Iterator[str]:
+    """Prometheus on `config`, its log in `folder` and its data in `data` (else a fresh `folder/data`, removed at
+    the end); its URL once ready."""
+    assert PROMETHEUS is not None
     port = free_port()
     log = (folder / "prometheus.log").open("w")
     server = subprocess.Popen(

@@ -36,14 +36,13 @@ from typing import Any
 
 import pytest
 from program_env import PROGRAMS
+from prometheus_env import PROMETHEUS, PROMTOOL, prometheus_server
 
 from conftest import end_child, free_port, poll, spawn_gputop
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "deploy" / "grafana" / "gputop.json"
 SCRAPE_CONFIG = ROOT / "deploy" / "prometheus.yml"
-PROMETHEUS = os.environ.get("GPUTOP_TEST_PROMETHEUS") or shutil.which("prometheus")
-PROMTOOL = shutil.which("promtool")
 TOKEN = "the-dashboards-token-0123456789abcdef"
 RATE_INTERVAL = "10s"  # what Grafana's $__rate_interval is at a 1 s scrape and a few minutes shown
 GPU_ONLY = ("gputop_gpu_", "gputop_pm_value", "gputop_device_other_processes", "DCGM_")  # NVIDIA families
@@ -92,26 +91,14 @@ def scrape_config(folder: Path, gputop: list[str], dcgm: list[str], token_file: 
 @contextlib.contextmanager
 def prometheus(config: Path, folder: Path) -> Iterator[Any]:
     """Prometheus on loopback with a fresh data folder; yields its instant query (expr -> result rows)."""
-    assert PROMETHEUS is not None
-    port = free_port()
-    server = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    api = f"http://127.0.0.1:{port}/api/v1"
+    with prometheus_server(config, folder) as url:
 
-    def query(expr: str) -> list[dict[str, Any]]:
-        data = json.loads(fetch(f"{api}/query?query={urllib.parse.quote(expr)}"))
-        assert data["status"] == "success", data
-        return list(data["data"]["result"])
+        def query(expr: str) -> list[dict[str, Any]]:
+            data = json.loads(fetch(f"{url}/api/v1/query?query={urllib.parse.quote(expr)}"))
+            assert data["status"] == "success", data
+            return list(data["data"]["result"])
 
-    try:
-        poll(lambda: fetch(f"http://127.0.0.1:{port}/-/ready"))
         yield query
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def check_page(url: str) -> str:
@@ -329,6 +316,14 @@ class _Dcgm(http.server.BaseHTTPRequestHandler):
         return
 
 
+def serve_dcgm(page: bytes) -> http.server.ThreadingHTTPServer:
+    """The DCGM-style exporter serving `page` on a loopback port, on a thread of its own (shut it down after)."""
+    _Dcgm.page = page
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Dcgm)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 def dcgm_page(hostname: str) -> tuple[bytes, list[str]]:
     """DCGM_FI_DEV_SM_CLOCK for every GPU, with dcgm-exporter's labels, read with pynvml here (not gputop)."""
     import pynvml
@@ -385,12 +380,12 @@ def test_a_vulkan_run_joins_a_dcgm_style_series_by_uuid(tmp_path: Path, vulkan_d
     written for the test with vulkaninfo's UUID, and the join returns the run with the series' value."""
     uuid, name = vulkaninfo_device()
     hostname = socket.gethostname()
-    _Dcgm.page = (
-        "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
-        f'DCGM_FI_DEV_SM_CLOCK{{gpu="0",UUID="{uuid}",modelName="{name}",Hostname="{hostname}"}} 1234\n'
-    ).encode()
-    dcgm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Dcgm)
-    threading.Thread(target=dcgm.serve_forever, daemon=True).start()
+    dcgm = serve_dcgm(
+        (
+            "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n"
+            f'DCGM_FI_DEV_SM_CLOCK{{gpu="0",UUID="{uuid}",modelName="{name}",Hostname="{hostname}"}} 1234\n'
+        ).encode()
+    )
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     port = free_port()
@@ -438,9 +433,8 @@ def test_a_cuda_run_joins_dcgm_by_uuid(tmp_path: Path) -> None:
     """/metrics of a CUDA run carries NVML's UUID (read here with pynvml), and PromQL joins it to a DCGM series."""
     target = cuda_target()
     hostname = socket.gethostname()
-    _Dcgm.page, uuids = dcgm_page(hostname)
-    dcgm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Dcgm)
-    threading.Thread(target=dcgm.serve_forever, daemon=True).start()
+    page, uuids = dcgm_page(hostname)
+    dcgm = serve_dcgm(page)
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     port = free_port()

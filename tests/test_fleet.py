@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fleet_env import needs_prometheus, prometheus_on
 from program_env import PROGRAMS
+from prometheus_env import needs_prometheus, prometheus_on
 from test_e2e_tmux import GPUTOP, TMUX, Terminal
 from textual.pilot import Pilot
 from tui_pilot import wait_for

@@ -8,11 +8,13 @@ report's own `source_ops` and `layers`, at 120x40 and at 80x24.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 from test_layer_names import ADD, block_of, resnet_blocks
 from test_source_ops import conv_net
+from textual.pilot import Pilot
 from textual.widgets import Static
 from tui_pilot import calls, live_app, profile_now, wait_for
 
@@ -27,18 +29,24 @@ def _text(widget: Static, width: int = 400) -> str:
     return console.export_text()
 
 
+async def profiled_kernels(app: Any, pilot: Pilot[None], size: tuple[int, int]) -> tuple[Any, KeyedTable]:
+    """A few calls, the Kernels pane forward where the screen is narrow, a profile pass, and its table filled."""
+    await wait_for(pilot, lambda: calls(app) > 2, timeout=120)
+    if size[0] < 110:
+        await pilot.press("3")  # narrow: the Kernels pane forward
+    await profile_now(app, pilot)
+    profile = app.snapshot.profile
+    table = app.query_one("#kernels-table", KeyedTable)
+    await wait_for(pilot, lambda: table.row_count == len(profile.kernels), timeout=10)
+    return profile, table
+
+
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
 async def test_the_from_column_and_the_layer_view(size: tuple[int, int], tmp_path: Path) -> None:
     model, x = conv_net(tmp_path)
     app = live_app(target=str(model), inputs=(f"@{x}",))
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: calls(app) > 2, timeout=120)
-        if size[0] < 110:
-            await pilot.press("3")  # narrow: the Kernels pane forward
-        await profile_now(app, pilot)
-        profile = app.snapshot.profile
-        table = app.query_one("#kernels-table", KeyedTable)
-        await wait_for(pilot, lambda: table.row_count == len(profile.kernels), timeout=10)
+        profile, table = await profiled_kernels(app, pilot, size)
         assert "from" in table.shown  # shown at both sizes
         # A fused kernel: its ops' common scope first (`layer1: conv1 + bn1 +1`), the first op by its own.
         fused = next(k for k in profile.kernels if k.source_ops and len(k.source_ops) > 1)
@@ -72,13 +80,7 @@ async def test_a_resnet_s_layers_read_block_first_one_line_each(size: tuple[int,
     model, x = resnet_blocks(tmp_path)
     app = live_app(target=str(model), inputs=(f"@{x}",))
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: calls(app) > 2, timeout=120)
-        if size[0] < 110:
-            await pilot.press("3")  # narrow: the Kernels pane forward
-        await profile_now(app, pilot)
-        profile = app.snapshot.profile
-        table = app.query_one("#kernels-table", KeyedTable)
-        await wait_for(pilot, lambda: table.row_count == len(profile.kernels), timeout=10)
+        profile, table = await profiled_kernels(app, pilot, size)
         assert "from" in table.shown and (size[0] > 110 or "share" in table.shown), table.shown  # the pane forward
         # The `from` cell of each kernel of one block (the graph's paths say which) starts with that block.
         for kernel in profile.kernels:
